@@ -1,0 +1,283 @@
+"""The App: where agents are declared and tasks are enqueued, read and cancelled.
+
+The core is async (`enqueue_async`, ...). The plain methods (`enqueue`, ...) are thin edges
+for scripts and sync frameworks: they run the same coroutine on a private event loop in a
+background thread, so there is one implementation of everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar, overload
+
+from conveyor import queue
+from conveyor.db.migrate import migrate
+from conveyor.db.pool import Database, resolve_url
+from conveyor.errors import InvalidTask
+from conveyor.queue import NewTask, TaskRecord
+from conveyor.settings import Settings
+from conveyor.task import Task
+
+T = TypeVar("T")
+AgentFunction = Callable[[Task], Any]
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    fn: AgentFunction
+    is_async: bool
+    max_attempts: int = 3
+    lease_seconds: float = 60.0
+    max_concurrent: int | None = None
+    max_tpm: int | None = None
+    max_rpm: int | None = None
+    backoff_base: float = 1.0  # seconds before the first retry; doubles with each failure
+    backoff_max: float = 300.0
+
+
+@dataclass
+class _Runtime:
+    """What an App holds per event loop: its pool and the agents known to exist."""
+
+    db: Database
+    known_agents: set[str]
+
+
+class App:
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        settings: Settings | None = None,
+        auto_migrate: bool = True,
+        pool_size: int = 8,
+    ) -> None:
+        base = settings or Settings.from_env()
+        if database_url is not None:
+            base = Settings(**{**base.__dict__, "database_url": database_url})
+        self.settings = base
+        self.auto_migrate = auto_migrate
+        self.pool_size = pool_size
+        self.agents: dict[str, AgentSpec] = {}
+        self._url: str | None = None
+        self._url_lock = threading.Lock()
+        self._runtimes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Runtime] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._runtime_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._portal: _Portal | None = None
+
+    # -----------------------------------------------------------------------------------
+    # Declaring agents
+
+    @overload
+    def agent(self, name: str, fn: AgentFunction, /, **options: Any) -> AgentSpec: ...
+    @overload
+    def agent(self, name: str, /, **options: Any) -> Callable[[AgentFunction], AgentFunction]: ...
+
+    def agent(self, name: str, fn: AgentFunction | None = None, /, *,
+              max_concurrent: int | None = None, max_tpm: int | None = None,
+              max_rpm: int | None = None, max_attempts: int = 3, lease_seconds: float = 60,
+              backoff_base: float = 1.0, backoff_max: float = 300.0) -> Any:
+        """Declare an agent: `@app.agent("invoice", max_attempts=3)` over an async or plain
+        function taking a Task. Limits declared here are defaults for the database's."""
+        if not 1 <= max_attempts <= 1000:
+            raise InvalidTask("max_attempts must be between 1 and 1000")
+        if not 1 <= lease_seconds <= 86400:
+            raise InvalidTask("lease_seconds must be between 1 and 86400")
+
+        def register(fn: AgentFunction) -> AgentFunction:
+            if name in self.agents:
+                raise InvalidTask(f"agent {name!r} is declared twice")
+            self.agents[name] = AgentSpec(
+                name=name, fn=fn, is_async=inspect.iscoroutinefunction(fn),
+                max_attempts=max_attempts, lease_seconds=float(lease_seconds),
+                max_concurrent=max_concurrent, max_tpm=max_tpm, max_rpm=max_rpm,
+                backoff_base=backoff_base, backoff_max=backoff_max,
+            )
+            return fn
+
+        if fn is not None:
+            register(fn)
+            return self.agents[name]
+        return register
+
+    # -----------------------------------------------------------------------------------
+    # The connection, one per event loop
+
+    @property
+    def database_url(self) -> str:
+        """The database's URL, starting the embedded server first if none is configured."""
+        with self._url_lock:
+            if self._url is None:
+                self._url = resolve_url(self.settings)
+            return self._url
+
+    async def database(self) -> Database:
+        """This loop's pool, opened (and migrated, agents registered) on first use."""
+        loop = asyncio.get_running_loop()
+        runtime = self._runtimes.get(loop)
+        if runtime is not None:
+            return runtime.db
+        lock = self._runtime_locks.setdefault(loop, asyncio.Lock())
+        async with lock:
+            runtime = self._runtimes.get(loop)
+            if runtime is None:
+                runtime = await self._connect()
+                self._runtimes[loop] = runtime
+        return runtime.db
+
+    async def _connect(self) -> _Runtime:
+        url = self._url or await asyncio.to_thread(lambda: self.database_url)
+        db = Database(url, max_size=self.pool_size)
+        await db.open()
+        try:
+            async with db.connection() as conn:
+                if self.auto_migrate:
+                    await migrate(conn)
+                await queue.register_agents(
+                    conn,
+                    [(s.name, s.max_attempts, s.lease_seconds) for s in self.agents.values()],
+                )
+        except BaseException:
+            await db.close()
+            raise
+        return _Runtime(db=db, known_agents=set(self.agents))
+
+    async def _runtime(self) -> _Runtime:
+        await self.database()
+        return self._runtimes[asyncio.get_running_loop()]
+
+    async def aclose(self) -> None:
+        """Close this loop's pool."""
+        runtime = self._runtimes.pop(asyncio.get_running_loop(), None)
+        if runtime is not None:
+            await runtime.db.close()
+
+    def close(self) -> None:
+        """Close the pool used by the plain (sync) methods."""
+        if self._portal is not None:
+            self._portal.call(self.aclose())
+            self._portal.stop()
+            self._portal = None
+
+    async def __aenter__(self) -> App:
+        await self.database()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -----------------------------------------------------------------------------------
+    # The async core
+
+    async def enqueue_async(
+        self,
+        agent: str,
+        payload: Any = None,
+        *,
+        priority: int = 0,
+        estimated_tokens: int | None = None,
+        idempotency_key: str | None = None,
+        run_after: datetime | timedelta | float | None = None,
+        max_attempts: int | None = None,
+        tenant: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> int:
+        """Enqueue one task and return its id (the existing id for a repeated key)."""
+        task = NewTask(agent, payload, priority, idempotency_key, estimated_tokens,
+                       max_attempts, run_after, tenant, labels)
+        (task_id,) = await self.enqueue_many_async([task])
+        return task_id
+
+    async def enqueue_many_async(self, tasks: Iterable[NewTask | dict[str, Any]]) -> list[int]:
+        """Enqueue many tasks in one round trip; ids come back in the same order."""
+        batch = [t if isinstance(t, NewTask) else _new_task(t) for t in tasks]
+        runtime = await self._runtime()
+        async with runtime.db.connection() as conn:
+            return await queue.enqueue_many(conn, batch, known_agents=runtime.known_agents)
+
+    async def get_task_async(self, task_id: int) -> TaskRecord:
+        db = await self.database()
+        async with db.connection() as conn:
+            return await queue.get_task(conn, task_id)
+
+    async def cancel_async(self, task_id: int) -> TaskRecord:
+        db = await self.database()
+        async with db.connection() as conn:
+            return await queue.cancel(conn, task_id)
+
+    async def retry_async(self, task_id: int) -> TaskRecord:
+        db = await self.database()
+        async with db.connection() as conn:
+            return await queue.retry(conn, task_id)
+
+    # -----------------------------------------------------------------------------------
+    # Plain edges for sync code
+
+    def enqueue(self, agent: str, payload: Any = None, **options: Any) -> int:
+        return self._call(self.enqueue_async(agent, payload, **options))
+
+    def enqueue_many(self, tasks: Iterable[NewTask | dict[str, Any]]) -> list[int]:
+        return self._call(self.enqueue_many_async(list(tasks)))
+
+    def get_task(self, task_id: int) -> TaskRecord:
+        return self._call(self.get_task_async(task_id))
+
+    def cancel(self, task_id: int) -> TaskRecord:
+        return self._call(self.cancel_async(task_id))
+
+    def retry(self, task_id: int) -> TaskRecord:
+        return self._call(self.retry_async(task_id))
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            coro.close()
+            raise RuntimeError(
+                "this is the plain (blocking) form; inside an event loop await its _async form"
+            )
+        if self._portal is None:
+            self._portal = _Portal()
+        return self._portal.call(coro)
+
+
+def _new_task(values: dict[str, Any]) -> NewTask:
+    try:
+        return NewTask(**values)
+    except TypeError as exc:
+        raise InvalidTask(f"not a task: {exc}") from None
+
+
+class _Portal:
+    """An event loop in a daemon thread that runs coroutines for sync callers."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="conveyor-portal",
+                                        daemon=True)
+        self._thread.start()
+
+    def call(self, coro: Awaitable[T]) -> T:
+        return asyncio.run_coroutine_threadsafe(_as_coroutine(coro), self._loop).result()
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable

@@ -1,0 +1,304 @@
+"""The `conveyor` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from conveyor import queue
+from conveyor.app import App
+from conveyor.errors import ConveyorError
+from conveyor.log import configure
+from conveyor.settings import Settings, parse_duration
+
+Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+class CliError(ConveyorError):
+    pass
+
+
+def load_app(spec: str) -> App:
+    """Import MODULE:APP (the current directory is importable, as with `python -m`)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CliError(f"--app must look like MODULE:APP (e.g. myproject.tasks:app), not {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(f"cannot import {module_name!r}: {exc}") from None
+    app = getattr(module, attr, None)
+    if not isinstance(app, App):
+        raise CliError(f"{spec!r} is not a conveyor.App (found {type(app).__name__})")
+    return app
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = Settings.from_env()
+    if args.database_url:
+        settings = replace(settings, database_url=args.database_url)
+    return settings
+
+
+def _app(args: argparse.Namespace, spec: str) -> App:
+    app = load_app(spec)
+    if args.database_url:
+        app.settings = replace(app.settings, database_url=args.database_url)
+    return app
+
+
+# ---------------------------------------------------------------------------------------
+# Commands
+
+
+async def cmd_up(args: argparse.Namespace) -> int:
+    from conveyor.demo import app
+
+    app.settings = _settings(args)
+    where = app.settings.database_url and "CONVEYOR_DATABASE_URL" or (
+        f"embedded PostgreSQL under {app.settings.home / 'postgres'}")
+    print(f"conveyor: database: {where}", flush=True)
+    db = await app.database()
+    print("conveyor: migrations applied", flush=True)
+    if args.demo:
+        async with db.connection() as conn:
+            empty = not await queue.list_tasks(conn, limit=1)
+        if empty:
+            ids = await app.enqueue_many_async(
+                [{"agent": "echo", "payload": {"n": i}} for i in range(5)]
+                + [{"agent": "sleep", "payload": {"seconds": 0.5}, "priority": 5}]
+                + [{"agent": "flaky", "payload": {"p": 0.5}} for _ in range(3)]
+            )
+            print(f"conveyor: enqueued {len(ids)} demo tasks (ids {ids[0]}..{ids[-1]})", flush=True)
+    print(f"conveyor: worker running agents {', '.join(sorted(app.agents))} "
+          f"with concurrency {args.concurrency}; Ctrl-C to stop", flush=True)
+    await _run_worker(app, args.concurrency, None)
+    return 0
+
+
+async def _run_worker(app: App, concurrency: int, agents: list[str] | None) -> None:
+    from conveyor.worker import run_worker
+
+    await run_worker(app, concurrency=concurrency, agents=agents)
+
+
+async def cmd_worker(args: argparse.Namespace) -> int:
+    app = _app(args, args.app)
+    await _run_worker(app, args.concurrency, args.agent or None)
+    return 0
+
+
+async def cmd_migrate(args: argparse.Namespace) -> int:
+    from conveyor.db.migrate import migrate
+
+    app = App(settings=_settings(args), auto_migrate=False)
+    db = await app.database()
+    async with db.connection() as conn:
+        applied = await migrate(conn)
+    await app.aclose()
+    print(f"applied {len(applied)} migration(s): {', '.join(applied)}" if applied
+          else "the schema is up to date")
+    return 0
+
+
+async def cmd_enqueue(args: argparse.Namespace) -> int:
+    app = App(settings=_settings(args))
+    try:
+        payload = json.loads(args.payload) if args.payload is not None else None
+    except ValueError as exc:
+        raise CliError(f"the payload is not JSON: {exc}") from None
+    task_id = await app.enqueue_async(
+        args.agent, payload, priority=args.priority, idempotency_key=args.key,
+        run_after=parse_duration(args.delay) if args.delay else None,
+    )
+    await app.aclose()
+    print(task_id)
+    return 0
+
+
+async def cmd_tasks(args: argparse.Namespace) -> int:
+    app = App(settings=_settings(args))
+    db = await app.database()
+    async with db.connection() as conn:
+        rows = await queue.list_tasks(conn, status=args.status, agent=args.agent, limit=args.limit)
+    await app.aclose()
+    _print_table(
+        ["id", "agent", "status", "priority", "attempts", "created", "finished", "error"],
+        [[r["id"], r["agent"], r["status"], r["priority"], r["attempts"], _when(r["created_at"]),
+          _when(r["finished_at"]), (r["error"] or "").splitlines()[0][:60] if r["error"] else ""]
+         for r in rows],
+    )
+    return 0
+
+
+async def cmd_task(args: argparse.Namespace) -> int:
+    app = App(settings=_settings(args))
+    try:
+        task = await app.get_task_async(args.id)
+    finally:
+        await app.aclose()
+    print(json.dumps(_record(task), indent=2, default=str))
+    return 0
+
+
+async def cmd_cancel(args: argparse.Namespace) -> int:
+    app = App(settings=_settings(args))
+    try:
+        task = await app.cancel_async(args.id)
+    finally:
+        await app.aclose()
+    print(f"task {task.id}: {task.status}")
+    return 0
+
+
+async def cmd_retry(args: argparse.Namespace) -> int:
+    app = App(settings=_settings(args))
+    try:
+        task = await app.retry_async(args.id)
+    finally:
+        await app.aclose()
+    print(f"task {task.id}: {task.status}")
+    return 0
+
+
+async def cmd_prune(args: argparse.Namespace) -> int:
+    app = App(settings=_settings(args))
+    db = await app.database()
+    async with db.connection() as conn:
+        deleted = await queue.prune(conn, older_than=parse_duration(args.older_than),
+                                    batch=args.batch)
+    await app.aclose()
+    print(f"deleted {deleted} finished task(s) older than {args.older_than}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# Output helpers
+
+
+def _when(value: datetime | None) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else ""
+
+
+def _record(task: queue.TaskRecord) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(task)
+
+
+def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for n, row in enumerate(cells):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _duration(text: str) -> str:
+    try:
+        parse_duration(text)
+    except ConveyorError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="conveyor",
+        description="Long-running, rate-limited AI agent tasks on PostgreSQL.",
+    )
+    parser.add_argument("--database-url", help="PostgreSQL URL (default: $CONVEYOR_DATABASE_URL, "
+                        "else an embedded server under $CONVEYOR_HOME)")
+    parser.add_argument("--log-level", default="INFO",
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, fn: Command, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(run=fn)
+        return p
+
+    p = command("up", cmd_up, "run everything: database, migrations, a worker with the demo agents")
+    p.add_argument("--concurrency", type=_positive_int, default=8)
+    p.add_argument("--no-demo", dest="demo", action="store_false",
+                   help="do not enqueue demo tasks into an empty database")
+
+    p = command("worker", cmd_worker, "run a worker daemon for the agents of an App")
+    p.add_argument("--app", required=True, metavar="MODULE:APP")
+    p.add_argument("--concurrency", type=_positive_int, default=16,
+                   help="how many tasks run at once (default 16)")
+    p.add_argument("--agent", action="append", metavar="NAME",
+                   help="only this agent (repeatable; default: all the App declares)")
+
+    command("migrate", cmd_migrate, "apply the schema migrations the database lacks")
+
+    p = command("enqueue", cmd_enqueue, "enqueue one task and print its id")
+    p.add_argument("agent")
+    p.add_argument("payload", nargs="?", help="JSON payload (default {})")
+    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("--key", help="idempotency key")
+    p.add_argument("--delay", type=_duration, help="run after this long, e.g. 30s or 5m")
+
+    p = command("tasks", cmd_tasks, "list recent tasks")
+    p.add_argument("--status", choices=["enqueued", "processing", "completed", "failed",
+                                        "cancelled"])
+    p.add_argument("--agent")
+    p.add_argument("--limit", type=_positive_int, default=20)
+
+    p = command("task", cmd_task, "show one task with its attempts")
+    p.add_argument("id", type=_positive_int)
+
+    p = command("cancel", cmd_cancel, "cancel an enqueued or running task")
+    p.add_argument("id", type=_positive_int)
+
+    p = command("retry", cmd_retry, "enqueue a failed or cancelled task again")
+    p.add_argument("id", type=_positive_int)
+
+    p = command("prune", cmd_prune, "delete finished tasks older than a duration")
+    p.add_argument("--older-than", type=_duration, required=True, metavar="DURATION",
+                   help="e.g. 30d, 12h")
+    p.add_argument("--batch", type=_positive_int, default=1000,
+                   help="tasks deleted per transaction (default 1000)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        configure(Settings.from_env().log_format, args.log_level)
+        return asyncio.run(args.run(args))
+    except ConveyorError as exc:
+        print(f"conveyor: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

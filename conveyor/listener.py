@@ -1,0 +1,86 @@
+"""One LISTEN connection on the channel 'conveyor', turned into callbacks.
+
+The connection is dedicated (a pooled connection cannot stay in LISTEN). When it breaks it
+is re-established with backoff, and `on_reconnect` runs: NOTIFYs sent while it was down
+are gone, so whoever listens must look at the database again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from conveyor.log import fields
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "conveyor"
+
+
+class Listener:
+    def __init__(
+        self,
+        url: str,
+        on_event: Callable[[dict[str, Any]], None],
+        *,
+        on_reconnect: Callable[[], None] | None = None,
+    ) -> None:
+        self.url = url
+        self.on_event = on_event
+        self.on_reconnect = on_reconnect
+        self._listening = asyncio.Event()
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+
+    async def wait_listening(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._listening.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def run(self) -> None:
+        delay = 0.05
+        reconnecting = False
+        while True:
+            try:
+                self._conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+                await self._conn.execute(f"LISTEN {CHANNEL}")
+                self._listening.set()
+                if reconnecting and self.on_reconnect is not None:
+                    self.on_reconnect()
+                delay = 0.05
+                async for notify in self._conn.notifies():
+                    self._dispatch(notify.payload)
+            except psycopg.OperationalError as exc:
+                log.warning("LISTEN connection lost, reconnecting",
+                            extra=fields(error=str(exc).strip(), retry_in=round(delay, 2)))
+                await asyncio.sleep(delay)
+                delay = min(5.0, delay * 2)
+            finally:
+                self._listening.clear()
+                await self._close_conn()
+            reconnecting = True
+
+    def _dispatch(self, payload: str) -> None:
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            log.warning("ignored a NOTIFY that is not JSON", extra=fields(payload=payload[:200]))
+            return
+        if isinstance(event, dict):
+            self.on_event(event)
+
+    async def _close_conn(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self._conn.close()
+            self._conn = None
+
+    async def close(self) -> None:
+        await self._close_conn()

@@ -1,0 +1,461 @@
+"""The queue's operations: enqueue, claim, finish, renew, sweep, cancel, retry, prune.
+
+Plain async functions over a connection; each is one statement of `sql/queue.sql` (the
+sweeper's lock and its sweep share one transaction). Everything the worker writes is
+fenced by (task id, attempt number), so repeating a write after a lost connection, or
+arriving late after the task was taken over, changes nothing it should not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from psycopg.rows import DictRow
+
+from conveyor.db.pool import Connection
+from conveyor.errors import InvalidTask, InvalidTransition, TaskNotFound, UnknownAgent
+from conveyor.sql import queue as Q
+from conveyor.states import AttemptStatus, TaskStatus
+
+PRIORITY_MIN, PRIORITY_MAX = -32768, 32767
+MAX_PAYLOAD_BYTES = 1 << 20  # large inputs belong in documents, referenced from the payload
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A task to enqueue. `run_after` delays it (a datetime, or seconds from now)."""
+
+    agent: str
+    payload: Any = None
+    priority: int = 0
+    idempotency_key: str | None = None
+    estimated_tokens: int | None = None
+    max_attempts: int | None = None
+    run_after: datetime | timedelta | float | None = None
+    tenant: str | None = None
+    labels: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedTask:
+    """A task a worker claimed, in the attempt it claimed it for."""
+
+    id: int
+    attempt_id: int
+    agent: str
+    payload: Any
+    priority: int
+    attempt: int
+    max_attempts: int
+    free_attempts: int
+    estimated_tokens: int | None
+    tenant: str | None
+    labels: dict[str, str]
+    created_at: datetime
+    lease_expires_at: datetime
+
+    @property
+    def charged_attempts(self) -> int:
+        """Attempts that spent a retry, this one included."""
+        return self.attempt - self.free_attempts
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How an attempt ended, as the worker reports it."""
+
+    task_id: int
+    attempt: int
+    outcome: str  # succeeded | failed | throttled | released | cancelled
+    result: str | None = None  # JSON text
+    error: str | None = None
+    retry_delay: float | None = None  # failed: seconds before the retry; None = no retry
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FinishResult:
+    task_id: int
+    attempt: int
+    applied: bool  # False: the attempt had already ended; the outcome was recorded as late
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    id: int
+    task_id: int
+    attempt: int
+    worker_id: str | None
+    run_id: str | None
+    trace_id: str | None
+    status: AttemptStatus
+    started_at: datetime
+    finished_at: datetime | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    llm_cost_usd: float | None
+    compute_cost_usd: float | None
+    error: str | None
+    late_outcome: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    id: int
+    agent: str
+    status: TaskStatus
+    priority: int
+    payload: Any
+    result: Any
+    error: str | None
+    idempotency_key: str | None
+    estimated_tokens: int | None
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    lease_expires_at: datetime | None
+    locked_by: str | None
+    tenant: str | None
+    labels: dict[str, str]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    attempt_history: tuple[AttemptRecord, ...] = field(default=())
+
+
+# ---------------------------------------------------------------------------------------
+# Agents
+
+
+async def register_agents(
+    conn: Connection, agents: Sequence[tuple[str, int, float]]
+) -> None:
+    """Upsert (name, max_attempts, lease_seconds) for each agent an App declares."""
+    if not agents:
+        return
+    names, max_attempts, leases = zip(*agents, strict=True)
+    await conn.execute(
+        Q.agents_register,
+        {"names": list(names), "max_attempts": list(max_attempts), "lease_seconds": list(leases)},
+    )
+
+
+async def check_agents(conn: Connection, names: Iterable[str], known: set[str]) -> None:
+    """Raise UnknownAgent unless every name is registered; remember the ones that are."""
+    wanted = set(names) - known
+    if not wanted:
+        return
+    cur = await conn.execute(Q.agents_known, {"names": sorted(wanted)})
+    found = {row["name"] for row in await cur.fetchall()}
+    known |= found
+    missing = sorted(wanted - found)
+    if missing:
+        raise UnknownAgent(missing)
+
+
+# ---------------------------------------------------------------------------------------
+# Enqueue
+
+
+def _json_text(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidTask(f"{what} is not JSON: {exc}") from None
+
+
+def _run_after(value: datetime | timedelta | float | None) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        if isinstance(value, datetime) and value.tzinfo is None:
+            raise InvalidTask("run_after must be timezone-aware (e.g. datetime.now(UTC))")
+        return value
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+        raise InvalidTask(f"run_after must be a datetime, a timedelta or seconds, not {value!r}")
+    return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+def _check_int(name: str, value: Any, low: int, high: int, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidTask(f"{name} must be an integer, not {value!r}")
+    if not low <= value <= high:
+        raise InvalidTask(f"{name} must be between {low} and {high}, not {value}")
+
+
+def _validate(task: NewTask) -> tuple[Any, ...]:
+    if not isinstance(task.agent, str) or not task.agent:
+        raise InvalidTask(f"agent must be a non-empty string, not {task.agent!r}")
+    payload = _json_text({} if task.payload is None else task.payload, "payload")
+    if len(payload) > MAX_PAYLOAD_BYTES:
+        raise InvalidTask(
+            f"payload is {len(payload)} bytes; the limit is {MAX_PAYLOAD_BYTES} "
+            "(store large inputs as documents and reference them)"
+        )
+    _check_int("priority", task.priority, PRIORITY_MIN, PRIORITY_MAX, optional=False)
+    _check_int("estimated_tokens", task.estimated_tokens, 0, INT32_MAX, optional=True)
+    _check_int("max_attempts", task.max_attempts, 1, 1000, optional=True)
+    key = task.idempotency_key
+    if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255):
+        raise InvalidTask("idempotency_key must be a string of 1 to 255 characters")
+    if task.tenant is not None and not isinstance(task.tenant, str):
+        raise InvalidTask(f"tenant must be a string, not {task.tenant!r}")
+    labels = task.labels or {}
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise InvalidTask("labels must be a mapping of strings to strings")
+    return (
+        task.agent,
+        payload,
+        task.priority,
+        key,
+        task.estimated_tokens,
+        task.max_attempts,
+        _run_after(task.run_after),
+        task.tenant,
+        _json_text(labels, "labels"),
+    )
+
+
+async def enqueue_many(
+    conn: Connection, tasks: Sequence[NewTask], *, known_agents: set[str]
+) -> list[int]:
+    """Insert tasks in one statement; return their ids in input order.
+
+    A task whose (agent, idempotency_key) exists already is not inserted again: its
+    existing id is returned in its place. The NOTIFY that wakes workers is sent by the
+    insert trigger, in the same transaction.
+    """
+    if not tasks:
+        return []
+    rows = [_validate(t) for t in tasks]
+    await check_agents(conn, (r[0] for r in rows), known_agents)
+    columns = list(zip(*rows, strict=True))
+    cur = await conn.execute(
+        Q.tasks_enqueue,
+        {
+            "agents": list(columns[0]),
+            "payloads": list(columns[1]),
+            "priorities": list(columns[2]),
+            "idempotency_keys": list(columns[3]),
+            "estimated_tokens": list(columns[4]),
+            "max_attempts": list(columns[5]),
+            "run_after": list(columns[6]),
+            "tenants": list(columns[7]),
+            "labels": list(columns[8]),
+        },
+    )
+    inserted = await cur.fetchall()
+    if len(inserted) == len(rows):
+        return [row["id"] for row in inserted]
+    return await _ids_in_input_order(conn, rows, inserted)
+
+
+async def _ids_in_input_order(
+    conn: Connection, rows: list[tuple[Any, ...]], inserted: list[DictRow]
+) -> list[int]:
+    """Match returned ids to the input when some tasks were already there (same key)."""
+    unkeyed = iter(r["id"] for r in inserted if r["idempotency_key"] is None)
+    by_key = {(r["agent"], r["idempotency_key"]): r["id"] for r in inserted if r["idempotency_key"]}
+    missing = sorted({(r[0], r[3]) for r in rows if r[3] is not None} - by_key.keys())
+    if missing:
+        agents, keys = zip(*missing, strict=True)
+        cur = await conn.execute(
+            Q.tasks_by_idempotency_key, {"agents": list(agents), "idempotency_keys": list(keys)}
+        )
+        by_key |= {(r["agent"], r["idempotency_key"]): r["id"] for r in await cur.fetchall()}
+    ids = []
+    for row in rows:
+        if row[3] is None:
+            ids.append(next(unkeyed))
+        else:
+            ids.append(by_key[(row[0], row[3])])
+    return ids
+
+
+# ---------------------------------------------------------------------------------------
+# The worker's side: claim, finish, renew
+
+
+async def claim(
+    conn: Connection, *, worker_id: str, agents: Sequence[str], limit: int
+) -> list[ClaimedTask]:
+    cur = await conn.execute(
+        Q.tasks_claim, {"worker_id": worker_id, "agents": list(agents), "limit": limit}
+    )
+    return [
+        ClaimedTask(
+            id=r["id"],
+            attempt_id=r["attempt_id"],
+            agent=r["agent"],
+            payload=r["payload"],
+            priority=r["priority"],
+            attempt=r["attempts"],
+            max_attempts=r["max_attempts"],
+            free_attempts=r["free_attempts"],
+            estimated_tokens=r["estimated_tokens"],
+            tenant=r["tenant"],
+            labels=r["labels"],
+            created_at=r["created_at"],
+            lease_expires_at=r["lease_expires_at"],
+        )
+        for r in await cur.fetchall()
+    ]
+
+
+async def finish(conn: Connection, outcomes: Sequence[Outcome]) -> list[FinishResult]:
+    """End attempts in one statement. An outcome missing from the answer was applied by an
+    earlier try of the same call (after a connection lost in the middle of the commit)."""
+    if not outcomes:
+        return []
+    cur = await conn.execute(
+        Q.attempts_finish,
+        {
+            "task_ids": [o.task_id for o in outcomes],
+            "attempts": [o.attempt for o in outcomes],
+            "outcomes": [o.outcome for o in outcomes],
+            "results": [o.result for o in outcomes],
+            "errors": [o.error for o in outcomes],
+            "retry_delays": [o.retry_delay for o in outcomes],
+            "models": [o.model for o in outcomes],
+            "input_tokens": [o.input_tokens for o in outcomes],
+            "output_tokens": [o.output_tokens for o in outcomes],
+        },
+    )
+    return [FinishResult(r["task_id"], r["attempt"], r["applied"]) for r in await cur.fetchall()]
+
+
+async def renew_leases(conn: Connection, held: dict[int, int]) -> set[int]:
+    """Extend the leases of {task_id: attempt}; return the ids still held."""
+    if not held:
+        return set()
+    cur = await conn.execute(
+        Q.tasks_renew_leases, {"task_ids": list(held), "attempts": list(held.values())}
+    )
+    return {r["id"] for r in await cur.fetchall()}
+
+
+async def sweep(
+    conn: Connection,
+    *,
+    limit: int = 500,
+    orphans_of: str | None = None,
+    keep: Iterable[int] = (),
+) -> list[tuple[int, TaskStatus]]:
+    """Take back tasks with an expired lease (and a worker's orphans); one batch."""
+    cur = await conn.execute(
+        Q.tasks_sweep, {"limit": limit, "orphans_of": orphans_of, "keep": list(keep)}
+    )
+    return [(r["id"], TaskStatus(r["status"])) for r in await cur.fetchall()]
+
+
+async def sweep_expired(conn: Connection, *, batch: int = 500) -> list[tuple[int, TaskStatus]] | None:
+    """One sweeper pass, unless another sweeper holds the lock (then None)."""
+    swept: list[tuple[int, TaskStatus]] = []
+    async with conn.transaction():
+        cur = await conn.execute(Q.sweeper_lock)
+        row = await cur.fetchone()
+        if not row or not row["locked"]:
+            return None
+        while True:
+            done = await sweep(conn, limit=batch)
+            swept += done
+            if len(done) < batch:
+                return swept
+
+
+# ---------------------------------------------------------------------------------------
+# Reading, cancelling, retrying, pruning
+
+
+def _task_id(task_id: Any) -> int:
+    if isinstance(task_id, bool) or not isinstance(task_id, int) or not 0 < task_id < 2**63:
+        raise TaskNotFound(task_id)
+    return task_id
+
+
+async def get_task(conn: Connection, task_id: int, *, with_attempts: bool = True) -> TaskRecord:
+    task_id = _task_id(task_id)
+    cur = await conn.execute(Q.tasks_get, {"id": task_id})
+    row = await cur.fetchone()
+    if row is None:
+        raise TaskNotFound(task_id)
+    history: tuple[AttemptRecord, ...] = ()
+    if with_attempts:
+        cur = await conn.execute(Q.attempts_of_task, {"task_id": task_id})
+        history = tuple(_attempt(r) for r in await cur.fetchall())
+    return TaskRecord(**{**row, "status": TaskStatus(row["status"])}, attempt_history=history)
+
+
+def _attempt(row: DictRow) -> AttemptRecord:
+    values = dict(row)
+    values["status"] = AttemptStatus(values["status"])
+    for money in ("llm_cost_usd", "compute_cost_usd"):
+        if values[money] is not None:
+            values[money] = float(values[money])
+    return AttemptRecord(**values)
+
+
+async def cancel(conn: Connection, task_id: int) -> TaskRecord:
+    """Cancel an enqueued or running task. Cancelling a finished task changes nothing and
+    raises InvalidTransition unless it is already cancelled."""
+    task_id = _task_id(task_id)
+    cur = await conn.execute(Q.tasks_cancel, {"id": task_id})
+    changed = await cur.fetchone()
+    task = await get_task(conn, task_id)
+    if changed is None and task.status != TaskStatus.CANCELLED:
+        raise InvalidTransition(f"task {task_id} is {task.status}; only enqueued or processing tasks can be cancelled")
+    return task
+
+
+async def retry(conn: Connection, task_id: int) -> TaskRecord:
+    """Enqueue a failed or cancelled task again, with its full allowance of attempts."""
+    task_id = _task_id(task_id)
+    cur = await conn.execute(Q.tasks_retry, {"id": task_id})
+    changed = await cur.fetchone()
+    task = await get_task(conn, task_id)
+    if changed is None:
+        raise InvalidTransition(f"task {task_id} is {task.status}; only failed or cancelled tasks can be retried")
+    return task
+
+
+async def prune(conn: Connection, *, older_than: float, batch: int = 1000) -> int:
+    """Delete tasks (and their attempts) finished more than `older_than` seconds ago,
+    one short transaction per batch. Returns how many tasks were deleted."""
+    total = 0
+    while True:
+        cur = await conn.execute(Q.tasks_prune, {"older_than": older_than, "limit": batch})
+        deleted = len(await cur.fetchall())
+        total += deleted
+        if deleted < batch:
+            return total
+
+
+async def list_tasks(
+    conn: Connection,
+    *,
+    status: str | None = None,
+    agent: str | None = None,
+    before_id: int | None = None,
+    limit: int = 50,
+) -> list[DictRow]:
+    cur = await conn.execute(
+        Q.tasks_list, {"status": status, "agent": agent, "before_id": before_id, "limit": limit}
+    )
+    return await cur.fetchall()
+
+
+async def count_by_status(conn: Connection) -> list[DictRow]:
+    cur = await conn.execute(Q.tasks_count_by_status)
+    return await cur.fetchall()

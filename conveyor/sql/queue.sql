@@ -1,0 +1,292 @@
+-- The queue's statements, one named block each, loaded by conveyor/sql/__init__.py.
+-- Names are table first, then the action. Parameters are psycopg's %(name)s placeholders,
+-- always bound, never formatted into the text. Batches travel as parallel arrays and are
+-- turned back into rows with unnest(), so a batch of any size is one statement.
+
+-- name: agents_register
+-- Upsert the agents an App declares. Declaring again refreshes the code's settings.
+INSERT INTO agents (name, max_attempts, lease_seconds)
+SELECT * FROM unnest(%(names)s::text[], %(max_attempts)s::int[], %(lease_seconds)s::float8[])
+ON CONFLICT (name) DO UPDATE
+SET max_attempts = excluded.max_attempts,
+    lease_seconds = excluded.lease_seconds,
+    last_seen_at = now();
+
+-- name: agents_known
+SELECT name FROM agents WHERE name = ANY(%(names)s::text[]);
+
+-- name: tasks_enqueue
+-- Insert a batch in input order (ids and created_at then follow that order). A task whose
+-- (agent, idempotency_key) already exists is skipped; the caller looks its id up after.
+INSERT INTO tasks (agent, payload, priority, idempotency_key, estimated_tokens,
+                   max_attempts, run_after, tenant, labels)
+SELECT i.agent, i.payload, i.priority, i.idempotency_key, i.estimated_tokens,
+       coalesce(i.max_attempts, a.max_attempts), coalesce(i.run_after, now()),
+       i.tenant, coalesce(i.labels, '{}')
+FROM unnest(%(agents)s::text[], %(payloads)s::text[]::jsonb[], %(priorities)s::smallint[],
+            %(idempotency_keys)s::text[], %(estimated_tokens)s::int[], %(max_attempts)s::int[],
+            %(run_after)s::timestamptz[], %(tenants)s::text[], %(labels)s::text[]::jsonb[])
+     WITH ORDINALITY AS i(agent, payload, priority, idempotency_key, estimated_tokens,
+                          max_attempts, run_after, tenant, labels, ord)
+JOIN agents a ON a.name = i.agent
+ORDER BY i.ord
+ON CONFLICT (agent, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING id, agent, idempotency_key;
+
+-- name: tasks_by_idempotency_key
+SELECT t.id, t.agent, t.idempotency_key
+FROM unnest(%(agents)s::text[], %(idempotency_keys)s::text[]) AS k(agent, idempotency_key)
+JOIN tasks t ON t.agent = k.agent AND t.idempotency_key = k.idempotency_key;
+
+-- name: tasks_claim
+-- Claim up to %(limit)s runnable tasks in one statement. The MATERIALIZED CTE is an
+-- optimisation fence: it makes LIMIT bound the rows locked, and SKIP LOCKED lets claims of
+-- other workers pass each other instead of queueing on the same first rows. The scan
+-- follows tasks_dequeue_idx (priority DESC, created_at, id) over enqueued rows only.
+-- The attempt rows are written by the same statement, so a claim and its attempt exist
+-- together or not at all.
+WITH picked AS MATERIALIZED (
+    SELECT id
+    FROM tasks
+    WHERE status = 'enqueued'
+      AND run_after <= now()
+      AND agent = ANY(%(agents)s::text[])
+    ORDER BY priority DESC, created_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE tasks t
+    SET status = 'processing',
+        attempts = t.attempts + 1,
+        locked_by = %(worker_id)s,
+        lease_expires_at = now() + make_interval(secs => a.lease_seconds),
+        started_at = coalesce(t.started_at, clock_timestamp())
+    FROM picked p, agents a
+    WHERE t.id = p.id
+      AND a.name = t.agent
+    RETURNING t.id, t.agent, t.payload, t.priority, t.attempts, t.max_attempts,
+              t.free_attempts, t.estimated_tokens, t.tenant, t.labels, t.created_at,
+              t.lease_expires_at
+), attempt_rows AS (
+    INSERT INTO task_attempts (task_id, attempt, worker_id, status)
+    SELECT id, attempts, %(worker_id)s, 'running' FROM claimed
+    RETURNING id, task_id
+)
+SELECT c.id, c.agent, c.payload, c.priority, c.attempts, c.max_attempts, c.free_attempts,
+       c.estimated_tokens, c.tenant, c.labels, c.created_at, c.lease_expires_at,
+       r.id AS attempt_id
+FROM claimed c
+JOIN attempt_rows r ON r.task_id = c.id
+ORDER BY c.priority DESC, c.created_at, c.id;
+
+-- name: attempts_finish
+-- End a batch of attempts with their outcomes. Fenced: a task moves only while it is still
+-- 'processing' in the very attempt that reports (t.attempts = o.attempt), so an outcome
+-- that arrives after the sweeper, a cancel or another worker took the task over changes
+-- nothing; it is recorded on its own attempt as late_outcome, with the usage it spent.
+-- Outcomes: succeeded, failed (retry_delay NULL = do not retry), throttled (back in the
+-- queue without spending a retry), released (a worker shutting down hands it back) and
+-- cancelled (the agent stopped because the task was cancelled or taken away).
+WITH outcome AS (
+    SELECT *
+    FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[], %(outcomes)s::text[],
+                %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
+                %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[])
+         AS o(task_id, attempt, outcome, result, error, retry_delay, model,
+              input_tokens, output_tokens)
+), decided AS (
+    SELECT o.*,
+           CASE
+               WHEN o.outcome = 'succeeded' THEN 'completed'
+               WHEN o.outcome IN ('throttled', 'released') THEN 'enqueued'
+               WHEN o.outcome = 'cancelled' THEN 'cancelled'
+               WHEN o.retry_delay IS NOT NULL
+                    AND t.attempts - t.free_attempts < t.max_attempts THEN 'enqueued'
+               ELSE 'failed'
+           END AS new_status
+    FROM outcome o
+    JOIN tasks t ON t.id = o.task_id
+), ended AS (
+    UPDATE tasks t
+    SET status = d.new_status,
+        result = CASE WHEN d.outcome = 'succeeded' THEN d.result END,
+        error = d.error,
+        free_attempts = t.free_attempts + (d.outcome IN ('throttled', 'released'))::int,
+        run_after = CASE WHEN d.new_status = 'enqueued'
+                         THEN now() + make_interval(secs => coalesce(d.retry_delay, 0))
+                         ELSE t.run_after END,
+        finished_at = CASE WHEN d.new_status IN ('completed', 'failed', 'cancelled')
+                           THEN clock_timestamp() END,
+        lease_expires_at = NULL,
+        locked_by = NULL
+    FROM decided d
+    WHERE t.id = d.task_id
+      AND t.status = 'processing'
+      AND t.attempts = d.attempt
+    RETURNING t.id
+), attempt_rows AS (
+    UPDATE task_attempts a
+    SET status = CASE
+                     WHEN e.id IS NULL THEN a.status
+                     WHEN o.outcome = 'released' THEN 'lost'
+                     ELSE o.outcome
+                 END,
+        finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE clock_timestamp() END,
+        error = CASE WHEN e.id IS NULL THEN a.error ELSE o.error END,
+        late_outcome = CASE WHEN e.id IS NULL THEN coalesce(a.late_outcome, o.outcome) END,
+        model = coalesce(a.model, o.model),
+        input_tokens = coalesce(a.input_tokens, o.input_tokens),
+        output_tokens = coalesce(a.output_tokens, o.output_tokens)
+    FROM outcome o
+    LEFT JOIN ended e ON e.id = o.task_id
+    WHERE a.task_id = o.task_id
+      AND a.attempt = o.attempt
+      AND (e.id IS NOT NULL OR a.status IN ('lost', 'cancelled'))
+    RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied
+)
+SELECT task_id, attempt, applied FROM attempt_rows;
+
+-- name: tasks_renew_leases
+-- Extend the leases of the attempts a worker is running. Fenced by attempt like every
+-- write of a worker; the ids that do not come back were taken from it (lost or cancelled).
+-- Only lease_expires_at changes and it is in no index, so this is a HOT update.
+UPDATE tasks t
+SET lease_expires_at = now() + make_interval(secs => a.lease_seconds)
+FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[]) AS r(task_id, attempt), agents a
+WHERE t.id = r.task_id
+  AND t.attempts = r.attempt
+  AND t.status = 'processing'
+  AND a.name = t.agent
+RETURNING t.id;
+
+-- name: tasks_sweep
+-- Take back tasks whose worker stopped renewing the lease (crashed, frozen, cut off), or,
+-- with %(orphans_of)s, the tasks a reconnecting worker holds but does not know it runs
+-- (claims whose commit it never heard of). The attempt becomes 'lost'; the task goes back
+-- to the queue, or fails when it has no retries left. The UPDATE repeats the predicate:
+-- the rows are locked by then, but the statement must not trust what an earlier snapshot read.
+WITH expired AS MATERIALIZED (
+    SELECT id
+    FROM tasks
+    WHERE status = 'processing'
+      AND (lease_expires_at < now()
+           OR (locked_by = %(orphans_of)s AND id <> ALL(%(keep)s::bigint[])))
+    ORDER BY id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), swept AS (
+    UPDATE tasks t
+    SET status = CASE WHEN t.attempts - t.free_attempts < t.max_attempts
+                      THEN 'enqueued' ELSE 'failed' END,
+        error = 'attempt ' || t.attempts || ' lost: worker ' || coalesce(t.locked_by, '?')
+                || ' stopped renewing its lease',
+        run_after = now(),
+        finished_at = CASE WHEN t.attempts - t.free_attempts < t.max_attempts
+                           THEN NULL ELSE clock_timestamp() END,
+        lease_expires_at = NULL,
+        locked_by = NULL
+    FROM expired x
+    WHERE t.id = x.id
+      AND t.status = 'processing'
+      AND (t.lease_expires_at < now()
+           OR (t.locked_by = %(orphans_of)s AND t.id <> ALL(%(keep)s::bigint[])))
+    RETURNING t.id, t.attempts, t.status, t.error
+), lost AS (
+    UPDATE task_attempts a
+    SET status = 'lost', finished_at = clock_timestamp(), error = s.error
+    FROM swept s
+    WHERE a.task_id = s.id
+      AND a.attempt = s.attempts
+      AND a.status = 'running'
+    RETURNING a.task_id
+)
+SELECT id, status FROM swept;
+
+-- name: sweeper_lock
+-- One sweeper at a time across all workers; the lock ends with the transaction.
+SELECT pg_try_advisory_xact_lock(hashtext('conveyor.sweeper')) AS locked;
+
+-- name: tasks_cancel
+-- Cancel a task that has not finished. A running attempt ends 'cancelled' at once; the
+-- NOTIFY of the status change tells its worker to stop the agent, and whatever the agent
+-- still reports afterwards is fenced off by attempts_finish.
+WITH target AS (
+    UPDATE tasks
+    SET status = 'cancelled',
+        error = 'cancelled',
+        finished_at = clock_timestamp(),
+        lease_expires_at = NULL,
+        locked_by = NULL
+    WHERE id = %(id)s
+      AND status IN ('enqueued', 'processing')
+    RETURNING id, attempts
+), attempt_row AS (
+    UPDATE task_attempts a
+    SET status = 'cancelled', finished_at = clock_timestamp(), error = 'cancelled'
+    FROM target t
+    WHERE a.task_id = t.id
+      AND a.attempt = t.attempts
+      AND a.status = 'running'
+    RETURNING a.id
+)
+SELECT id FROM target;
+
+-- name: tasks_retry
+-- Run a failed or cancelled task again, with a fresh allowance of attempts.
+UPDATE tasks
+SET status = 'enqueued',
+    free_attempts = attempts,
+    run_after = now(),
+    result = NULL,
+    error = NULL,
+    finished_at = NULL
+WHERE id = %(id)s
+  AND status IN ('failed', 'cancelled')
+RETURNING id;
+
+-- name: tasks_get
+SELECT id, agent, status, priority, payload, result, error, idempotency_key,
+       estimated_tokens, attempts, max_attempts, run_after, lease_expires_at, locked_by,
+       tenant, labels, created_at, started_at, finished_at
+FROM tasks
+WHERE id = %(id)s;
+
+-- name: attempts_of_task
+SELECT id, task_id, attempt, worker_id, run_id, trace_id, status, started_at, finished_at,
+       model, input_tokens, output_tokens, llm_cost_usd, compute_cost_usd, error, late_outcome
+FROM task_attempts
+WHERE task_id = %(task_id)s
+ORDER BY attempt;
+
+-- name: tasks_list
+-- Newest first, a page at a time: the cursor is the last id seen (ids only grow).
+SELECT id, agent, status, priority, attempts, created_at, started_at, finished_at, error
+FROM tasks
+WHERE (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(agent)s::text IS NULL OR agent = %(agent)s)
+  AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
+ORDER BY id DESC
+LIMIT %(limit)s;
+
+-- name: tasks_count_by_status
+SELECT agent, status, count(*) AS n
+FROM tasks
+GROUP BY agent, status
+ORDER BY agent, status;
+
+-- name: tasks_prune
+-- Delete a small batch of tasks that finished before the cutoff, with their attempts.
+-- Small batches and SKIP LOCKED keep locks short; the caller loops until nothing is left.
+WITH doomed AS MATERIALIZED (
+    SELECT id
+    FROM tasks
+    WHERE status IN ('completed', 'failed', 'cancelled')
+      AND finished_at < now() - make_interval(secs => %(older_than)s)
+    ORDER BY finished_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), attempts_gone AS (
+    DELETE FROM task_attempts a USING doomed d WHERE a.task_id = d.id
+)
+DELETE FROM tasks t USING doomed d WHERE t.id = d.id
+RETURNING t.id;

@@ -1,0 +1,47 @@
+"""What an agent function receives: the task, and a way to report what it spent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class Usage:
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+
+@dataclass
+class Task:
+    """One attempt at one task, as handed to an agent.
+
+    `payload` is the JSON the task was enqueued with. Call `report_usage` after each model
+    call; the sums are stored on the attempt when it ends, whatever way it ends.
+    """
+
+    id: int
+    agent: str
+    payload: Any
+    attempt: int
+    max_attempts: int
+    priority: int
+    created_at: datetime
+    tenant: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    estimated_tokens: int | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def report_usage(self, *, model: str | None = None, input_tokens: int = 0,
+                     output_tokens: int = 0) -> None:
+        for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
+        if model is not None:
+            self.usage.model = model
+        self.usage.input_tokens += input_tokens
+        self.usage.output_tokens += output_tokens
+        self.usage.calls += 1

@@ -1,0 +1,414 @@
+"""The worker daemon: claims tasks, runs their agents, reports how each attempt ended.
+
+One asyncio loop runs a few cooperating loops:
+
+- the claimer claims as many tasks as there are free slots, in one statement, whenever a
+  slot is free and there may be work (a NOTIFY arrived, or the poll interval passed);
+- each claimed task runs its agent (async in the loop, plain functions in a thread pool);
+- the reporter writes finished attempts in batches: whatever piled up while the previous
+  write was in flight goes in the next one, so under load one commit ends many attempts,
+  and when idle an attempt is written the moment it ends;
+- the renewer extends the leases of everything the worker holds, and stops the agents of
+  tasks that were taken away (lost lease, cancelled);
+- the listener turns NOTIFYs into wake-ups and cancellations;
+- the sweeper (and, if configured, the pruner) does the maintenance.
+
+`held` maps each task the worker holds in the database (claimed, and its outcome not yet
+written) to its attempt number: it is what the renewer renews, and what the worker keeps
+when it releases orphans after a lost connection.
+
+Delivery is at least once: a task whose worker dies runs again after its lease expires.
+A task is completed at most once: every write of an outcome is fenced by its attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import logging
+import os
+import random
+import socket
+import traceback
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+
+from conveyor import queue
+from conveyor.app import AgentSpec, App
+from conveyor.db.pool import TRANSIENT_ERRORS, Database, retry_transient
+from conveyor.errors import PermanentFailure, Throttled
+from conveyor.listener import Listener
+from conveyor.log import fields
+from conveyor.queue import ClaimedTask, Outcome
+from conveyor.sweeper import Pruner, Sweeper
+from conveyor.task import Task
+
+log = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 4000
+
+
+def make_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+
+
+class Worker:
+    def __init__(
+        self,
+        app: App,
+        *,
+        concurrency: int = 16,
+        agents: list[str] | None = None,
+        worker_id: str | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        unknown = set(agents or ()) - set(app.agents)
+        if unknown:
+            raise ValueError(f"the app declares no agent {sorted(unknown)}")
+        if not app.agents:
+            raise ValueError("the app declares no agents; nothing to work on")
+        self.app = app
+        self.settings = app.settings
+        self.concurrency = concurrency
+        self.specs: dict[str, AgentSpec] = {
+            name: spec for name, spec in app.agents.items() if not agents or name in agents
+        }
+        self.id = worker_id or make_worker_id()
+        self.held: dict[int, int] = {}
+        self._running: dict[int, asyncio.Task[None]] = {}
+        self._cancel_reason: dict[int, str] = {}
+        self._outcomes: list[Outcome] = []
+        self._outcome_ready = asyncio.Event()
+        self._slot_free = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._started = asyncio.Event()
+        self._reporter_idle = asyncio.Event()
+        self._orphans_possible = False
+        self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="conveyor-agent")
+        self._db: Database | None = None
+        self.sweeper: Sweeper | None = None
+        # Counters, for tests and logs.
+        self.claimed_count = 0
+        self.finished_count = 0
+
+    # -----------------------------------------------------------------------------------
+    # Life cycle
+
+    def stop(self, *, now: bool = False) -> None:
+        """Begin a graceful shutdown: claim nothing more, let running agents finish until
+        the shutdown timeout. `now=True` hands running tasks back without waiting."""
+        self._stop.set()
+        if now:
+            self._hand_back_running()
+
+    def _hand_back_running(self) -> None:
+        for task_id, task in list(self._running.items()):
+            self._cancel_reason[task_id] = "shutdown"
+            task.cancel()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    async def wait_started(self) -> None:
+        await self._started.wait()
+
+    async def run(self) -> None:
+        db = await self.app.database()
+        self._db = db
+        self.sweeper = Sweeper(db, interval=self.settings.sweep_interval)
+        listener = Listener(db.url, self._on_notify, on_reconnect=self._wake.set) \
+            if self.settings.listen else None
+        background = [
+            asyncio.create_task(self._reporter(db), name="conveyor-reporter"),
+            asyncio.create_task(self._renewer(db), name="conveyor-renewer"),
+            asyncio.create_task(self.sweeper.run(self._stop), name="conveyor-sweeper"),
+        ]
+        if listener is not None:
+            background.append(asyncio.create_task(listener.run(), name="conveyor-listener"))
+            await listener.wait_listening(timeout=5.0)
+        if self.settings.prune_after:
+            pruner = Pruner(db, older_than=self.settings.prune_after)
+            background.append(asyncio.create_task(pruner.run(self._stop), name="conveyor-pruner"))
+        log.info(
+            "worker started",
+            extra=fields(worker=self.id, concurrency=self.concurrency,
+                         agents=",".join(sorted(self.specs)), listen=listener is not None),
+        )
+        self._started.set()
+        try:
+            await self._claimer(db)
+            await self._drain()
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            if listener is not None:
+                await listener.close()
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            log.info("worker stopped", extra=fields(worker=self.id, finished=self.finished_count))
+
+    async def _drain(self) -> None:
+        """After stop(): wait for running agents until the deadline, hand the rest back,
+        and write every outcome before returning."""
+        if self._running:
+            log.info("draining", extra=fields(worker=self.id, running=len(self._running),
+                                              timeout=self.settings.shutdown_timeout))
+            await asyncio.wait(set(self._running.values()), timeout=self.settings.shutdown_timeout)
+        self._hand_back_running()
+        if self._running:
+            await asyncio.wait(set(self._running.values()))
+        # Every outcome is queued now; wait until the reporter has written them all.
+        while self.held:
+            self._outcome_ready.set()
+            self._reporter_idle.clear()
+            await self._reporter_idle.wait()
+
+    # -----------------------------------------------------------------------------------
+    # Claiming
+
+    async def _claimer(self, db: Database) -> None:
+        names = sorted(self.specs)
+        delay = 0.05
+        while not self._stop.is_set():
+            free = self.concurrency - len(self._running)
+            if free <= 0:
+                self._slot_free.clear()
+                await _first(self._slot_free.wait(), self._stop.wait())
+                continue
+            # Cleared before the claim, so a NOTIFY that lands while it runs is not lost.
+            self._wake.clear()
+            try:
+                if self._orphans_possible:
+                    await self._release_orphans(db)
+                async with db.connection() as conn:
+                    claimed = await queue.claim(conn, worker_id=self.id, agents=names, limit=free)
+                delay = 0.05
+            except TRANSIENT_ERRORS as exc:
+                # The claim may have committed without us hearing of it: those tasks would
+                # sit in 'processing' under our name until their lease ran out.
+                self._orphans_possible = True
+                log.warning("claim failed, retrying", extra=fields(error=str(exc).strip(),
+                                                                  retry_in=round(delay, 2)))
+                await _first(asyncio.sleep(delay), self._stop.wait())
+                delay = min(5.0, delay * 2)
+                continue
+            for claimed_task in claimed:
+                self._start(claimed_task)
+            if len(claimed) < free:
+                await _first(self._wake.wait(), self._stop.wait(),
+                             timeout=self.settings.poll_interval)
+
+    async def _release_orphans(self, db: Database) -> None:
+        async with db.connection() as conn:
+            released = await queue.sweep(conn, orphans_of=self.id, keep=list(self.held))
+        self._orphans_possible = False
+        if released:
+            log.warning("released tasks claimed by a lost connection",
+                        extra=fields(worker=self.id, tasks=len(released)))
+
+    def _start(self, claimed: ClaimedTask) -> None:
+        self.claimed_count += 1
+        self.held[claimed.id] = claimed.attempt
+        self._running[claimed.id] = asyncio.create_task(
+            self._run_agent(claimed), name=f"conveyor-task-{claimed.id}"
+        )
+
+    # -----------------------------------------------------------------------------------
+    # Running one attempt
+
+    async def _run_agent(self, claimed: ClaimedTask) -> None:
+        spec = self.specs[claimed.agent]
+        task = Task(
+            id=claimed.id, agent=claimed.agent, payload=claimed.payload, attempt=claimed.attempt,
+            max_attempts=claimed.max_attempts, priority=claimed.priority,
+            created_at=claimed.created_at, tenant=claimed.tenant, labels=claimed.labels,
+            estimated_tokens=claimed.estimated_tokens,
+        )
+        kind, result, error, retry_delay = "failed", None, None, None
+        try:
+            value = await self._call(spec, task)
+            result = json.dumps(value, allow_nan=False, default=_not_json)
+            kind = "succeeded"
+        except asyncio.CancelledError:
+            reason = self._cancel_reason.pop(claimed.id, "cancelled")
+            kind = "released" if reason == "shutdown" else "cancelled"
+            error = ("handed back by a worker shutting down" if kind == "released"
+                     else "the agent was stopped: the task was cancelled or its lease lost")
+        except Throttled as exc:
+            kind = "throttled"
+            error = f"throttled: {exc}"
+            retry_delay = exc.retry_after if exc.retry_after is not None else spec.backoff_base
+        except PermanentFailure as exc:
+            error = _describe(exc)
+        except _NotJson as exc:
+            error = f"the agent's return value is not JSON: {exc}"
+            retry_delay = None  # the same code will return the same thing again
+        except Exception as exc:
+            error = _describe(exc)
+            retry_delay = backoff(claimed.charged_attempts, spec.backoff_base, spec.backoff_max)
+        finally:
+            self._running.pop(claimed.id, None)
+            self._slot_free.set()
+        usage = task.usage
+        self._report(Outcome(
+            task_id=claimed.id, attempt=claimed.attempt, outcome=kind, result=result,
+            error=error, retry_delay=retry_delay, model=usage.model,
+            input_tokens=usage.input_tokens if usage.calls else None,
+            output_tokens=usage.output_tokens if usage.calls else None,
+        ))
+
+    async def _call(self, spec: AgentSpec, task: Task) -> Any:
+        if spec.is_async:
+            return await spec.fn(task)
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(self._threads, context.run, spec.fn, task)
+
+    # -----------------------------------------------------------------------------------
+    # Writing outcomes
+
+    def _report(self, outcome: Outcome) -> None:
+        self._outcomes.append(outcome)
+        self._outcome_ready.set()
+
+    async def _reporter(self, db: Database) -> None:
+        while True:
+            if not self._outcomes:
+                self._reporter_idle.set()
+                self._outcome_ready.clear()
+                await self._outcome_ready.wait()
+                continue
+            batch, self._outcomes = self._outcomes, []
+
+            async def write(batch: list[Outcome] = batch) -> list[queue.FinishResult]:
+                async with db.connection() as conn:
+                    return await queue.finish(conn, batch)
+
+            results = await retry_transient(write, what="finish attempts")
+            for outcome in batch:
+                self.held.pop(outcome.task_id, None)
+            self.finished_count += len(batch)
+            for r in results:
+                if not r.applied:
+                    log.warning("late outcome rejected: the attempt had already ended",
+                                extra=fields(task_id=r.task_id, attempt=r.attempt))
+
+    # -----------------------------------------------------------------------------------
+    # Leases
+
+    def renew_interval(self) -> float:
+        shortest = min(spec.lease_seconds for spec in self.specs.values())
+        return max(0.2, shortest / 4)
+
+    async def renew_once(self, db: Database) -> None:
+        held = dict(self.held)
+        if not held:
+            return
+        async with db.connection() as conn:
+            kept = await queue.renew_leases(conn, held)
+        for task_id in held.keys() - kept:
+            if self.held.get(task_id) != held[task_id]:
+                continue  # its outcome was written while the renewal ran
+            # Taken from us: the sweeper gave it away, or it was cancelled. Stop the agent
+            # (its outcome will be fenced off anyway) and forget the task.
+            running = self._running.get(task_id)
+            if running is not None:
+                self._cancel_reason[task_id] = "taken"
+                running.cancel()
+            log.warning("lease lost", extra=fields(task_id=task_id, attempt=held[task_id]))
+
+    async def _renewer(self, db: Database) -> None:
+        while True:
+            await asyncio.sleep(self.renew_interval())
+            try:
+                await self.renew_once(db)
+            except TRANSIENT_ERRORS as exc:
+                log.warning("lease renewal failed", extra=fields(error=str(exc).strip()))
+
+    # -----------------------------------------------------------------------------------
+    # Notifications
+
+    def _on_notify(self, event: dict[str, Any]) -> None:
+        status = event.get("status")
+        if status == "enqueued" and event.get("agent") in self.specs:
+            self._wake.set()
+        elif status == "cancelled":
+            for task_id in event.get("ids", ()):
+                running = self._running.get(task_id)
+                if running is not None:
+                    self._cancel_reason[task_id] = "cancelled"
+                    running.cancel()
+
+
+def backoff(failures: int, base: float, cap: float) -> float:
+    """Seconds before retry number `failures`: exponential, with jitter so that tasks that
+    failed together (an endpoint outage) do not all come back at the same instant."""
+    ceiling = min(cap, base * 2 ** max(0, failures - 1))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _not_json(value: Any) -> Any:
+    raise _NotJson(f"{type(value).__name__} is not serializable")
+
+
+def _describe(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(exc))
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[: MAX_ERROR_CHARS // 4] + "\n...\n" + text[-3 * MAX_ERROR_CHARS // 4 :]
+    return f"{type(exc).__name__}: {exc}\n{text}".strip()
+
+
+async def _first(*aws: Awaitable[Any], timeout: float | None = None) -> None:
+    """Wait until the first of `aws` finishes (or the timeout passes); cancel the rest."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+
+
+async def run_worker(app: App, *, concurrency: int, agents: list[str] | None = None,
+                     install_signals: bool = True,
+                     ready: Callable[[Worker], None] | None = None) -> None:
+    """Run a worker until SIGTERM/SIGINT (a second signal hands running tasks back at once)."""
+    import signal
+
+    worker = Worker(app, concurrency=concurrency, agents=agents)
+    loop = asyncio.get_running_loop()
+    if install_signals:
+        def on_signal(signum: int) -> None:
+            again = worker.stopping
+            if again:
+                log.warning("second signal: handing running tasks back now")
+            else:
+                log.info("signal received, draining",
+                         extra=fields(signal=signal.Signals(signum).name))
+            worker.stop(now=again)
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, on_signal, sig)
+    runner = asyncio.create_task(worker.run())
+    if ready is not None:
+        await _first(worker.wait_started(), runner)
+        ready(worker)
+    try:
+        await runner
+    finally:
+        with contextlib.suppress(psycopg.Error):
+            await app.aclose()

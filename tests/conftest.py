@@ -1,0 +1,117 @@
+"""Test databases: one PostgreSQL server per run, one fresh database per test.
+
+The server is CONVEYOR_TEST_DATABASE_URL when set, else an embedded one started for the
+run. A template database is migrated once; each test gets `CREATE DATABASE ... TEMPLATE`,
+which copies a few files instead of running the migrations again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from conveyor import App
+from conveyor.db.migrate import migrate
+from conveyor.settings import Settings
+
+TEMPLATE = f"conveyor_tmpl_{os.getpid()}"
+
+
+def with_dbname(url: str, dbname: str) -> str:
+    return make_conninfo(url, dbname=dbname)
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    url = os.environ.get("CONVEYOR_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    from conveyor.db.embedded import EmbeddedPostgres
+
+    folder = Path(tempfile.gettempdir()) / f"conveyor-test-pg-{os.getuid()}"
+    server = EmbeddedPostgres(folder)
+    yield server.start()
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def template_db(server_url: str) -> Iterator[str]:
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(TEMPLATE)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
+
+    async def build() -> None:
+        conn = await psycopg.AsyncConnection.connect(with_dbname(server_url, TEMPLATE),
+                                                     autocommit=True)
+        async with conn:
+            await migrate(conn)
+
+    asyncio.run(build())
+    yield TEMPLATE
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(TEMPLATE)))
+
+
+@pytest.fixture
+def database_url(server_url: str, template_db: str) -> Iterator[str]:
+    name = f"conveyor_t_{secrets.token_hex(6)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+            sql.Identifier(name), sql.Identifier(template_db)))
+    yield with_dbname(server_url, name)
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    # Fast maintenance loops so that tests wait on conditions for short times.
+    return Settings(database_url=database_url, home=tmp_path, poll_interval=0.2,
+                    sweep_interval=0.2, shutdown_timeout=5.0)
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[App]:
+    app = App(settings=settings)
+    yield app
+    await app.aclose()
+
+
+@pytest.fixture
+async def conn(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """A separate connection for looking at (and backdating) rows, as a person with psql."""
+    from psycopg.rows import dict_row
+
+    conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True,
+                                                 row_factory=dict_row)
+    async with conn:
+        yield conn
+
+
+async def wait_for(condition: Callable[[], Any], *, timeout: float = 10.0,
+                   interval: float = 0.02, what: str = "condition") -> Any:
+    """Poll `condition` (sync or async) until it returns something truthy."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = condition()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval)
