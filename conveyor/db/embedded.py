@@ -227,6 +227,8 @@ def _poll(condition: Callable[[], bool], timeout: float, interval: float = 0.02)
 
 def _pid_alive(pid: int) -> bool:
     """Whether ``pid`` is a live process; a zombie (exited, not yet reaped) counts as dead."""
+    if pid <= 0:  # kill(0, ...) would mean our process group
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -291,16 +293,41 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def _postmasters_of(pgdata: Path) -> list[int]:
-    """All live postmasters for ``pgdata`` (Linux /proc; empty elsewhere)."""
+def _server_processes(pgdata: Path) -> list[int]:
+    """Live PostgreSQL processes of the cluster in ``pgdata``: postmaster and children.
+
+    A postmaster and every process it forks chdir into the data directory, so we look for
+    processes named postgres whose working directory is ``pgdata`` (Linux /proc; empty
+    elsewhere).  This also finds the children a SIGKILLed postmaster leaves behind.
+    """
     proc = Path("/proc")
     if not proc.exists():
         return []
-    return [
-        int(entry.name)
-        for entry in proc.iterdir()
-        if entry.name.isdigit() and _is_postmaster_of(int(entry.name), pgdata)
-    ]
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") != str(pgdata):
+                continue
+        except OSError:
+            continue
+        pid = int(entry.name)
+        argv = _cmdline(pid)
+        if not argv or not (Path(argv[0]).name == "postgres" or argv[0].startswith("postgres:")):
+            continue
+        if _pid_alive(pid):
+            found.append(pid)
+    return found
+
+
+def _kill_all(pids: list[int], timeout: float) -> None:
+    """SIGKILL ``pids`` and wait until they are gone."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if not _poll(lambda: not any(_pid_alive(p) for p in pids), timeout):
+        raise EmbeddedPostgresError(f"could not kill stale PostgreSQL processes {pids}")
 
 
 def _kill_postmaster(pid: int, timeout: float) -> None:
@@ -316,12 +343,7 @@ def _kill_postmaster(pid: int, timeout: float) -> None:
     if _poll(lambda: not _pid_alive(pid), timeout):
         return
     logger.warning("embedded PostgreSQL: postmaster %d ignored SIGQUIT; killing it", pid)
-    children = _children(pid)
-    for victim in [pid, *children]:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(victim, signal.SIGKILL)
-    if not _poll(lambda: not any(_pid_alive(p) for p in [pid, *children]), timeout):
-        raise EmbeddedPostgresError(f"could not kill the stale PostgreSQL server (pid {pid})")
+    _kill_all([pid, *_children(pid)], timeout)
 
 
 def _port_free(port: int) -> bool:
@@ -693,8 +715,7 @@ class EmbeddedPostgres:
         init_dir = self.data_dir / _INIT_DIR
         pwfile = self.data_dir / _PWFILE
         # A leftover from a process killed during initdb, whose postgres may still run.
-        for pid in _postmasters_of(init_dir):
-            _kill_postmaster(pid, 5.0)
+        _kill_all(_server_processes(init_dir), 5.0)
         shutil.rmtree(init_dir, ignore_errors=True)
         init_dir.mkdir(mode=0o700)
         password = secrets.token_urlsafe(24)
@@ -829,16 +850,26 @@ class EmbeddedPostgres:
         return self._probe(now.port)
 
     def _clean_up(self, pidfile: _PidFile | None) -> None:
-        """Kill any postmaster of our pgdata and remove a stale postmaster.pid."""
-        for pid in _postmasters_of(self.pgdata):
-            logger.warning("embedded PostgreSQL: killing stray server process %d", pid)
-            _kill_postmaster(pid, 5.0)
-        if pidfile is not None:
-            if _pid_alive(pidfile.pid) and _is_postmaster_of(pidfile.pid, self.pgdata):
-                _kill_postmaster(pidfile.pid, 5.0)
-            # PostgreSQL would refuse to start if the stale file names a live pid (a recycled
-            # one, or a zombie) of the server user, so don't leave that decision to it.
-            (self.pgdata / "postmaster.pid").unlink(missing_ok=True)
+        """Get rid of a broken or dead server, before starting a new one.
+
+        Kills its postmaster (SIGQUIT, then SIGKILL), then any children a dead postmaster left
+        behind -- they would keep the shared memory attached, and the new server would refuse
+        to start ("pre-existing shared memory block is still in use") -- and removes
+        postmaster.pid: PostgreSQL refuses to start if that names a live process of the server
+        user (a recycled pid, or an unreaped zombie), so we don't leave that call to it.
+        """
+        pid_in_file = pidfile.pid if pidfile is not None else 0
+        if _pid_alive(pid_in_file) and _is_postmaster_of(pid_in_file, self.pgdata):
+            _kill_postmaster(pid_in_file, 5.0)
+        for pid in _server_processes(self.pgdata):
+            if _is_postmaster_of(pid, self.pgdata):
+                logger.warning("embedded PostgreSQL: stopping stray server %d", pid)
+                _kill_postmaster(pid, 5.0)
+        leftovers = _server_processes(self.pgdata)
+        if leftovers:
+            logger.warning("embedded PostgreSQL: killing leftover server processes %s", leftovers)
+            _kill_all(leftovers, 5.0)
+        (self.pgdata / "postmaster.pid").unlink(missing_ok=True)
 
     def _start_server(self, port: int) -> None:
         """pg_ctl start on ``port``, waiting until it accepts connections."""

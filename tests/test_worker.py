@@ -1,0 +1,258 @@
+"""The worker daemon in-process: outcomes, retries, cancellation, leases, wake-ups, drain."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from conveyor import App, PermanentFailure, Task, TaskStatus, Throttled
+from conveyor.settings import Settings
+from conveyor.worker import Worker, backoff
+from tests.conftest import wait_for
+
+
+async def status_of(app: App, task_id: int) -> TaskStatus:
+    return (await app.get_task_async(task_id)).status
+
+
+class Running:
+    """A worker running in this loop for the duration of a test."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.task = asyncio.create_task(worker.run())
+
+    async def __aenter__(self) -> Worker:
+        await asyncio.wait_for(self.worker.wait_started(), 10)
+        return self.worker
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.worker.stop()
+        await asyncio.wait_for(self.task, 20)
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[App]:
+    app = App(settings=settings)
+    app.gate = asyncio.Event()  # type: ignore[attr-defined]
+    app.started = asyncio.Event()  # type: ignore[attr-defined]
+
+    @app.agent("double")
+    async def double(task: Task) -> dict[str, int]:
+        task.report_usage(model="tiny", input_tokens=3, output_tokens=2)
+        return {"value": task.payload["n"] * 2}
+
+    @app.agent("threaded")
+    def threaded(task: Task) -> str:
+        return threading.current_thread().name
+
+    @app.agent("flaky", max_attempts=3, backoff_base=0.01)
+    async def flaky(task: Task) -> int:
+        if task.attempt < task.payload["succeed_on"]:
+            raise ValueError(f"attempt {task.attempt} fails")
+        return task.attempt
+
+    @app.agent("hopeless")
+    async def hopeless(task: Task) -> None:
+        raise PermanentFailure("this document is not an invoice")
+
+    @app.agent("unjsonable")
+    async def unjsonable(task: Task) -> object:
+        return object()
+
+    @app.agent("throttled", max_attempts=1)
+    async def throttled(task: Task) -> str:
+        if task.attempt < 3:
+            raise Throttled(retry_after=0.01)
+        return "through"
+
+    @app.agent("blocking", lease_seconds=2)
+    async def blocking(task: Task) -> str:
+        app.started.set()  # type: ignore[attr-defined]
+        await app.gate.wait()  # type: ignore[attr-defined]
+        return "released"
+
+    yield app
+    await app.aclose()
+
+
+async def test_worker_runs_async_and_sync_agents(app: App) -> None:
+    ids = [await app.enqueue_async("double", {"n": n}) for n in range(5)]
+    sync_id = await app.enqueue_async("threaded", {})
+    async with Running(Worker(app, concurrency=4)):
+        await wait_for(lambda: _all(app, ids + [sync_id], TaskStatus.COMPLETED),
+                       what="tasks completed")
+    task = await app.get_task_async(ids[3])
+    assert task.result == {"value": 6}
+    (attempt,) = task.attempt_history
+    assert (attempt.model, attempt.input_tokens, attempt.output_tokens) == ("tiny", 3, 2)
+    assert (await app.get_task_async(sync_id)).result.startswith("conveyor-agent")
+
+
+async def _all(app: App, ids: list[int], status: TaskStatus) -> bool:
+    return all([await status_of(app, i) == status for i in ids])
+
+
+async def test_failures_retry_then_succeed_or_fail(app: App) -> None:
+    recovers = await app.enqueue_async("flaky", {"succeed_on": 3})
+    never = await app.enqueue_async("flaky", {"succeed_on": 9})
+    permanent = await app.enqueue_async("hopeless", {})
+    bad_result = await app.enqueue_async("unjsonable", {})
+    async with Running(Worker(app, concurrency=4)):
+        await wait_for(lambda: _all(app, [never, permanent, bad_result], TaskStatus.FAILED),
+                       what="failures")
+        await wait_for(lambda: _all(app, [recovers], TaskStatus.COMPLETED), what="recovery")
+    assert (await app.get_task_async(recovers)).result == 3
+    failed = await app.get_task_async(never)
+    assert [a.status for a in failed.attempt_history] == ["failed"] * 3
+    assert "ValueError: attempt 3 fails" in (failed.error or "")
+    assert "Traceback" in (failed.error or ""), "the traceback is kept for debugging"
+    assert len((await app.get_task_async(permanent)).attempt_history) == 1
+    bad = await app.get_task_async(bad_result)
+    assert "not JSON" in (bad.error or "") and len(bad.attempt_history) == 1
+
+
+async def test_throttling_requeues_without_spending_retries(app: App) -> None:
+    task_id = await app.enqueue_async("throttled", {})  # max_attempts=1
+    async with Running(Worker(app, concurrency=1)):
+        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), what="completion")
+    task = await app.get_task_async(task_id)
+    assert [a.status for a in task.attempt_history] == ["throttled", "throttled", "succeeded"]
+
+
+def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
+    samples = [backoff(n, 1.0, 60.0) for n in (1, 2, 3, 4) for _ in range(200)]
+    first, second, third, fourth = (samples[i * 200:(i + 1) * 200] for i in range(4))
+    assert 0.5 <= min(first) and max(first) <= 1.0
+    assert 1.0 <= min(second) and max(second) <= 2.0
+    assert 4.0 <= min(fourth) and max(fourth) <= 8.0
+    assert len(set(third)) > 100, "jittered"
+    assert max(backoff(30, 1.0, 60.0) for _ in range(100)) <= 60.0
+
+
+async def test_cancelling_a_running_task_stops_its_agent(app: App) -> None:
+    task_id = await app.enqueue_async("blocking", {})
+    async with Running(Worker(app, concurrency=2)) as worker:
+        await asyncio.wait_for(app.started.wait(), 10)  # type: ignore[attr-defined]
+        await app.cancel_async(task_id)
+        await wait_for(lambda: not worker._running, what="the agent stopped")
+        await wait_for(lambda: not worker.held, what="the outcome written")
+    task = await app.get_task_async(task_id)
+    assert task.status == TaskStatus.CANCELLED
+    (attempt,) = task.attempt_history
+    assert attempt.status == "cancelled" and attempt.late_outcome == "cancelled"
+
+
+async def test_a_lease_taken_away_stops_the_agent_at_the_next_renewal(app: App,
+                                                                      conn: Any) -> None:
+    task_id = await app.enqueue_async("blocking", {})
+    async with Running(Worker(app, concurrency=1)) as worker:
+        await asyncio.wait_for(app.started.wait(), 10)  # type: ignore[attr-defined]
+        await conn.execute("UPDATE tasks SET lease_expires_at = now() - interval '1 s'")
+        assert worker.sweeper is not None
+        await wait_for(worker.sweeper.run_once, what="sweep")
+        db = await app.database()
+        await worker.renew_once(db)
+
+        async def first_attempt_stopped() -> bool:
+            task = await app.get_task_async(task_id)
+            return task.attempt_history[0].late_outcome == "cancelled"
+
+        await wait_for(first_attempt_stopped, what="the agent of attempt 1 stopped")
+        app.gate.set()  # type: ignore[attr-defined]
+        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), what="attempt 2")
+    task = await app.get_task_async(task_id)
+    assert [a.status for a in task.attempt_history] == ["lost", "succeeded"]
+
+
+async def test_leases_are_renewed_while_a_long_task_runs(app: App, conn: Any) -> None:
+    task_id = await app.enqueue_async("blocking", {})  # lease 2 s, renewed every 0.5 s
+    async with Running(Worker(app, concurrency=1)) as worker:
+        await asyncio.wait_for(app.started.wait(), 10)  # type: ignore[attr-defined]
+        first = await _lease(conn, task_id)
+        await wait_for(lambda: _lease_after(conn, task_id, first), what="a renewal")
+        assert worker.sweeper is not None
+        assert await worker.sweeper.run_once() == [], "a renewed lease is not swept"
+        app.gate.set()  # type: ignore[attr-defined]
+        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), what="completion")
+    assert len((await app.get_task_async(task_id)).attempt_history) == 1
+
+
+async def _lease(conn: Any, task_id: int) -> Any:
+    cur = await conn.execute("SELECT lease_expires_at FROM tasks WHERE id = %s", (task_id,))
+    return (await cur.fetchone())["lease_expires_at"]
+
+
+async def _lease_after(conn: Any, task_id: int, before: Any) -> bool:
+    return bool(await _lease(conn, task_id) > before)
+
+
+async def test_a_notify_wakes_an_idle_worker_long_before_the_poll(settings: Settings) -> None:
+    app = App(settings=dataclasses.replace(settings, poll_interval=60))
+    app.agent("double", _double)
+    async with Running(Worker(app, concurrency=1)) as worker:
+        await asyncio.sleep(0)  # the claimer is now waiting on its (60 s) poll
+        task_id = await app.enqueue_async("double", {"n": 1})
+        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), timeout=5,
+                       what="a wake-up by NOTIFY")
+        assert worker.finished_count == 1
+    await app.aclose()
+
+
+async def _double(task: Task) -> int:
+    return int(task.payload["n"]) * 2
+
+
+async def test_without_listen_the_worker_polls(settings: Settings) -> None:
+    app = App(settings=dataclasses.replace(settings, listen=False, poll_interval=0.1))
+    app.agent("double", _double)
+    async with Running(Worker(app, concurrency=1)):
+        task_id = await app.enqueue_async("double", {"n": 4})
+        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), what="a poll")
+    assert (await app.get_task_async(task_id)).result == 8
+    await app.aclose()
+
+
+async def test_graceful_stop_lets_running_tasks_finish(app: App) -> None:
+    task_id = await app.enqueue_async("blocking", {})
+    worker = Worker(app, concurrency=1)
+    run = asyncio.create_task(worker.run())
+    await asyncio.wait_for(app.started.wait(), 10)  # type: ignore[attr-defined]
+    worker.stop()
+    later = await app.enqueue_async("double", {"n": 1})
+    app.gate.set()  # type: ignore[attr-defined]
+    await asyncio.wait_for(run, 10)
+    assert await status_of(app, task_id) == TaskStatus.COMPLETED
+    assert await status_of(app, later) == TaskStatus.ENQUEUED, "nothing claimed while draining"
+
+
+async def test_stop_past_the_deadline_hands_tasks_back_at_once(app: App) -> None:
+    app.settings = dataclasses.replace(app.settings, shutdown_timeout=0.1)
+    task_id = await app.enqueue_async("blocking", {})
+    worker = Worker(app, concurrency=1)
+    run = asyncio.create_task(worker.run())
+    await asyncio.wait_for(app.started.wait(), 10)  # type: ignore[attr-defined]
+    worker.stop()
+    await asyncio.wait_for(run, 10)
+    task = await app.get_task_async(task_id)
+    assert task.status == TaskStatus.ENQUEUED, "handed back, not left to expire"
+    assert task.lease_expires_at is None
+    (attempt,) = task.attempt_history
+    assert attempt.status == "lost" and "shutting down" in (attempt.error or "")
+
+
+async def test_orphans_of_a_lost_claim_are_released(app: App, conn: Any) -> None:
+    """A claim whose answer never arrived leaves tasks 'processing' under our name."""
+    from conveyor import queue
+
+    held = await app.enqueue_async("double", {"n": 1})
+    orphan = await app.enqueue_async("double", {"n": 2})
+    await queue.claim(conn, worker_id="me", agents=["double"], limit=2)
+    released = await queue.sweep(conn, orphans_of="me", keep=[held])
+    assert released == [(orphan, TaskStatus.ENQUEUED)]
+    assert await status_of(app, held) == TaskStatus.PROCESSING

@@ -1,0 +1,29 @@
+"""The App that the multi-process tests run in real `conveyor worker` processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from conveyor import App, Task
+
+app = App()
+
+
+@app.agent("noop")
+async def noop(task: Task) -> dict[str, int]:
+    return {"pid": os.getpid()}
+
+
+@app.agent("slow_first", lease_seconds=2)
+async def slow_first(task: Task) -> dict[str, int]:
+    """Hangs on its first attempt (long enough to be killed), returns on the next."""
+    if task.attempt == 1:
+        await asyncio.sleep(float(task.payload.get("first_attempt_seconds", 3600)))
+    return {"pid": os.getpid(), "attempt": task.attempt}
+
+
+@app.agent("sleepy", lease_seconds=3)
+async def sleepy(task: Task) -> dict[str, int]:
+    await asyncio.sleep(float(task.payload.get("seconds", 0.01)))
+    return {"pid": os.getpid()}
