@@ -84,10 +84,20 @@ class App:
     @overload
     def agent(self, name: str, /, **options: Any) -> Callable[[AgentFunction], AgentFunction]: ...
 
-    def agent(self, name: str, fn: AgentFunction | None = None, /, *,
-              max_concurrent: int | None = None, max_tpm: int | None = None,
-              max_rpm: int | None = None, max_attempts: int = 3, lease_seconds: float = 60,
-              backoff_base: float = 1.0, backoff_max: float = 300.0) -> Any:
+    def agent(
+        self,
+        name: str,
+        fn: AgentFunction | None = None,
+        /,
+        *,
+        max_concurrent: int | None = None,
+        max_tpm: int | None = None,
+        max_rpm: int | None = None,
+        max_attempts: int = 3,
+        lease_seconds: float = 60,
+        backoff_base: float = 1.0,
+        backoff_max: float = 300.0,
+    ) -> Any:
         """Declare an agent: `@app.agent("invoice", max_attempts=3)` over an async or plain
         function taking a Task. Limits declared here are defaults for the database's."""
         if not 1 <= max_attempts <= 1000:
@@ -99,10 +109,16 @@ class App:
             if name in self.agents:
                 raise InvalidTask(f"agent {name!r} is declared twice")
             self.agents[name] = AgentSpec(
-                name=name, fn=fn, is_async=inspect.iscoroutinefunction(fn),
-                max_attempts=max_attempts, lease_seconds=float(lease_seconds),
-                max_concurrent=max_concurrent, max_tpm=max_tpm, max_rpm=max_rpm,
-                backoff_base=backoff_base, backoff_max=backoff_max,
+                name=name,
+                fn=fn,
+                is_async=inspect.iscoroutinefunction(fn),
+                max_attempts=max_attempts,
+                lease_seconds=float(lease_seconds),
+                max_concurrent=max_concurrent,
+                max_tpm=max_tpm,
+                max_rpm=max_rpm,
+                backoff_base=backoff_base,
+                backoff_max=backoff_max,
             )
             return fn
 
@@ -194,8 +210,17 @@ class App:
         labels: dict[str, str] | None = None,
     ) -> int:
         """Enqueue one task and return its id (the existing id for a repeated key)."""
-        task = NewTask(agent, payload, priority, idempotency_key, estimated_tokens,
-                       max_attempts, run_after, tenant, labels)
+        task = NewTask(
+            agent,
+            payload,
+            priority,
+            idempotency_key,
+            estimated_tokens,
+            max_attempts,
+            run_after,
+            tenant,
+            labels,
+        )
         (task_id,) = await self.enqueue_many_async([task])
         return task_id
 
@@ -266,8 +291,9 @@ class _Portal:
 
     def __init__(self) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="conveyor-portal",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="conveyor-portal", daemon=True
+        )
         self._thread.start()
 
     def call(self, coro: Awaitable[T]) -> T:

@@ -65,8 +65,9 @@ async def cmd_up(args: argparse.Namespace) -> int:
     from conveyor.demo import app
 
     app.settings = _settings(args)
-    where = app.settings.database_url and "CONVEYOR_DATABASE_URL" or (
-        f"embedded PostgreSQL under {app.settings.home / 'postgres'}")
+    where = (app.settings.database_url and "CONVEYOR_DATABASE_URL") or (
+        f"embedded PostgreSQL under {app.settings.home / 'postgres'}"
+    )
     print(f"conveyor: database: {where}", flush=True)
     db = await app.database()
     print("conveyor: migrations applied", flush=True)
@@ -80,8 +81,11 @@ async def cmd_up(args: argparse.Namespace) -> int:
                 + [{"agent": "flaky", "payload": {"p": 0.5}} for _ in range(3)]
             )
             print(f"conveyor: enqueued {len(ids)} demo tasks (ids {ids[0]}..{ids[-1]})", flush=True)
-    print(f"conveyor: worker running agents {', '.join(sorted(app.agents))} "
-          f"with concurrency {args.concurrency}; Ctrl-C to stop", flush=True)
+    print(
+        f"conveyor: worker running agents {', '.join(sorted(app.agents))} "
+        f"with concurrency {args.concurrency}; Ctrl-C to stop",
+        flush=True,
+    )
     await _run_worker(app, args.concurrency, None)
     return 0
 
@@ -106,8 +110,11 @@ async def cmd_migrate(args: argparse.Namespace) -> int:
     async with db.connection() as conn:
         applied = await migrate(conn)
     await app.aclose()
-    print(f"applied {len(applied)} migration(s): {', '.join(applied)}" if applied
-          else "the schema is up to date")
+    print(
+        f"applied {len(applied)} migration(s): {', '.join(applied)}"
+        if applied
+        else "the schema is up to date"
+    )
     return 0
 
 
@@ -118,7 +125,10 @@ async def cmd_enqueue(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CliError(f"the payload is not JSON: {exc}") from None
     task_id = await app.enqueue_async(
-        args.agent, payload, priority=args.priority, idempotency_key=args.key,
+        args.agent,
+        payload,
+        priority=args.priority,
+        idempotency_key=args.key,
         run_after=parse_duration(args.delay) if args.delay else None,
     )
     await app.aclose()
@@ -134,9 +144,19 @@ async def cmd_tasks(args: argparse.Namespace) -> int:
     await app.aclose()
     _print_table(
         ["id", "agent", "status", "priority", "attempts", "created", "finished", "error"],
-        [[r["id"], r["agent"], r["status"], r["priority"], r["attempts"], _when(r["created_at"]),
-          _when(r["finished_at"]), (r["error"] or "").splitlines()[0][:60] if r["error"] else ""]
-         for r in rows],
+        [
+            [
+                r["id"],
+                r["agent"],
+                r["status"],
+                r["priority"],
+                r["attempts"],
+                _when(r["created_at"]),
+                _when(r["finished_at"]),
+                (r["error"] or "").splitlines()[0][:60] if r["error"] else "",
+            ]
+            for r in rows
+        ],
     )
     return 0
 
@@ -175,8 +195,9 @@ async def cmd_prune(args: argparse.Namespace) -> int:
     app = App(settings=_settings(args))
     db = await app.database()
     async with db.connection() as conn:
-        deleted = await queue.prune(conn, older_than=parse_duration(args.older_than),
-                                    batch=args.batch)
+        deleted = await queue.prune(
+            conn, older_than=parse_duration(args.older_than), batch=args.batch
+        )
     await app.aclose()
     print(f"deleted {deleted} finished task(s) older than {args.older_than}")
     return 0
@@ -232,10 +253,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="conveyor",
         description="Long-running, rate-limited AI agent tasks on PostgreSQL.",
     )
-    parser.add_argument("--database-url", help="PostgreSQL URL (default: $CONVEYOR_DATABASE_URL, "
-                        "else an embedded server under $CONVEYOR_HOME)")
-    parser.add_argument("--log-level", default="INFO",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--database-url",
+        help="PostgreSQL URL (default: $CONVEYOR_DATABASE_URL, "
+        "else an embedded server under $CONVEYOR_HOME)",
+    )
+    parser.add_argument(
+        "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, fn: Command, help: str) -> argparse.ArgumentParser:
@@ -245,15 +270,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("up", cmd_up, "run everything: database, migrations, a worker with the demo agents")
     p.add_argument("--concurrency", type=_positive_int, default=8)
-    p.add_argument("--no-demo", dest="demo", action="store_false",
-                   help="do not enqueue demo tasks into an empty database")
+    p.add_argument(
+        "--no-demo",
+        dest="demo",
+        action="store_false",
+        help="do not enqueue demo tasks into an empty database",
+    )
 
     p = command("worker", cmd_worker, "run a worker daemon for the agents of an App")
     p.add_argument("--app", required=True, metavar="MODULE:APP")
-    p.add_argument("--concurrency", type=_positive_int, default=16,
-                   help="how many tasks run at once (default 16)")
-    p.add_argument("--agent", action="append", metavar="NAME",
-                   help="only this agent (repeatable; default: all the App declares)")
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=16,
+        help="how many tasks run at once (default 16)",
+    )
+    p.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME",
+        help="only this agent (repeatable; default: all the App declares)",
+    )
 
     command("migrate", cmd_migrate, "apply the schema migrations the database lacks")
 
@@ -265,8 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delay", type=_duration, help="run after this long, e.g. 30s or 5m")
 
     p = command("tasks", cmd_tasks, "list recent tasks")
-    p.add_argument("--status", choices=["enqueued", "processing", "completed", "failed",
-                                        "cancelled"])
+    p.add_argument(
+        "--status", choices=["enqueued", "processing", "completed", "failed", "cancelled"]
+    )
     p.add_argument("--agent")
     p.add_argument("--limit", type=_positive_int, default=20)
 
@@ -280,10 +318,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", type=_positive_int)
 
     p = command("prune", cmd_prune, "delete finished tasks older than a duration")
-    p.add_argument("--older-than", type=_duration, required=True, metavar="DURATION",
-                   help="e.g. 30d, 12h")
-    p.add_argument("--batch", type=_positive_int, default=1000,
-                   help="tasks deleted per transaction (default 1000)")
+    p.add_argument(
+        "--older-than", type=_duration, required=True, metavar="DURATION", help="e.g. 30d, 12h"
+    )
+    p.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=1000,
+        help="tasks deleted per transaction (default 1000)",
+    )
     return parser
 
 

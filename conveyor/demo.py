@@ -1,8 +1,8 @@
 """Built-in demo agents, run by `conveyor up` until the document agents arrive.
 
-    echo    returns its payload
-    sleep   sleeps payload["seconds"] (default 1), then returns how long it slept
-    flaky   fails with probability payload["p"] (default 0.3), to show retries
+echo    returns its payload
+sleep   sleeps payload["seconds"] (default 1), then returns how long it slept
+flaky   fails with probability payload["p"] (default 0.3), to show retries
 """
 
 from __future__ import annotations

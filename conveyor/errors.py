@@ -37,7 +37,7 @@ class DatabaseUnavailable(ConveyorError):
     """PostgreSQL could not be reached (after retrying where retrying is safe)."""
 
 
-class Throttled(Exception):  # noqa: N818 - agents raise it as a signal, not an error
+class Throttled(Exception):
     """Raised by an agent when the model endpoint throttled it (HTTP 429).
 
     The attempt ends 'throttled' and the task goes back to the queue after `retry_after`

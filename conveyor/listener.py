@@ -58,8 +58,10 @@ class Listener:
                 async for notify in self._conn.notifies():
                     self._dispatch(notify.payload)
             except psycopg.OperationalError as exc:
-                log.warning("LISTEN connection lost, reconnecting",
-                            extra=fields(error=str(exc).strip(), retry_in=round(delay, 2)))
+                log.warning(
+                    "LISTEN connection lost, reconnecting",
+                    extra=fields(error=str(exc).strip(), retry_in=round(delay, 2)),
+                )
                 await asyncio.sleep(delay)
                 delay = min(5.0, delay * 2)
             finally:

@@ -1,7 +1,7 @@
 """Structured logs on the standard library: one line per event, as text or JSON.
 
-    log.info("task failed", extra=fields(task_id=17, attempt=2))
-    2026-11-29T23:59:01.123Z INFO conveyor.worker task failed task_id=17 attempt=2
+log.info("task failed", extra=fields(task_id=17, attempt=2))
+2026-11-29T23:59:01.123Z INFO conveyor.worker task failed task_id=17 attempt=2
 """
 
 from __future__ import annotations

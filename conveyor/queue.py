@@ -79,6 +79,7 @@ class Outcome:
     model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    started_after: float = 0.0  # seconds the claimed task waited in the worker's buffer
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +137,7 @@ class TaskRecord:
 # Agents
 
 
-async def register_agents(
-    conn: Connection, agents: Sequence[tuple[str, int, float]]
-) -> None:
+async def register_agents(conn: Connection, agents: Sequence[tuple[str, int, float]]) -> None:
     """Upsert (name, max_attempts, lease_seconds) for each agent an App declares."""
     if not agents:
         return
@@ -179,7 +178,11 @@ def _run_after(value: datetime | timedelta | float | None) -> datetime | None:
             raise InvalidTask("run_after must be timezone-aware (e.g. datetime.now(UTC))")
         return value
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+    ):
         raise InvalidTask(f"run_after must be a datetime, a timedelta or seconds, not {value!r}")
     return datetime.now(UTC) + timedelta(seconds=seconds)
 
@@ -291,49 +294,86 @@ async def _ids_in_input_order(
 async def claim(
     conn: Connection, *, worker_id: str, agents: Sequence[str], limit: int
 ) -> list[ClaimedTask]:
-    cur = await conn.execute(
-        Q.tasks_claim, {"worker_id": worker_id, "agents": list(agents), "limit": limit}
-    )
-    return [
-        ClaimedTask(
-            id=r["id"],
-            attempt_id=r["attempt_id"],
-            agent=r["agent"],
-            payload=r["payload"],
-            priority=r["priority"],
-            attempt=r["attempts"],
-            max_attempts=r["max_attempts"],
-            free_attempts=r["free_attempts"],
-            estimated_tokens=r["estimated_tokens"],
-            tenant=r["tenant"],
-            labels=r["labels"],
-            created_at=r["created_at"],
-            lease_expires_at=r["lease_expires_at"],
-        )
-        for r in await cur.fetchall()
-    ]
+    _, claimed = await finish_and_claim(conn, [], worker_id=worker_id, agents=agents, limit=limit)
+    return claimed
 
 
 async def finish(conn: Connection, outcomes: Sequence[Outcome]) -> list[FinishResult]:
     """End attempts in one statement. An outcome missing from the answer was applied by an
     earlier try of the same call (after a connection lost in the middle of the commit)."""
-    if not outcomes:
-        return []
-    cur = await conn.execute(
-        Q.attempts_finish,
-        {
-            "task_ids": [o.task_id for o in outcomes],
-            "attempts": [o.attempt for o in outcomes],
-            "outcomes": [o.outcome for o in outcomes],
-            "results": [o.result for o in outcomes],
-            "errors": [o.error for o in outcomes],
-            "retry_delays": [o.retry_delay for o in outcomes],
-            "models": [o.model for o in outcomes],
-            "input_tokens": [o.input_tokens for o in outcomes],
-            "output_tokens": [o.output_tokens for o in outcomes],
-        },
+    finished, _ = await finish_and_claim(conn, outcomes, worker_id="", agents=(), limit=0)
+    return finished
+
+
+async def finish_and_claim(
+    conn: Connection,
+    outcomes: Sequence[Outcome],
+    *,
+    worker_id: str,
+    agents: Sequence[str],
+    limit: int,
+) -> tuple[list[FinishResult], list[ClaimedTask]]:
+    """End attempts and claim new tasks in one transaction and one round trip.
+
+    A busy worker swaps finished tasks for new ones at every exchange, so one commit (one
+    WAL flush) serves both, and the batches are as large as what finished meanwhile.
+    """
+    if not outcomes and limit <= 0:
+        return [], []
+    async with conn.pipeline(), conn.transaction():
+        finish_cur = claim_cur = None
+        if outcomes:
+            finish_cur = await conn.execute(Q.attempts_finish, _outcome_arrays(outcomes))
+        if limit > 0:
+            # The planner's row estimates for a queue table are often stale: a burst of
+            # inserts lands between two autovacuum analyses, the estimate for status =
+            # 'enqueued' stays tiny, and the planner then prefers to read every enqueued
+            # row and sort them, so a claim costs O(queue length) instead of O(batch).
+            # For this transaction only, bitmap and sequential scans are off, which leaves
+            # the ordered walk of tasks_dequeue_idx.
+            await conn.execute(Q.planner_index_only)
+            claim_cur = await conn.execute(
+                Q.tasks_claim, {"worker_id": worker_id, "agents": list(agents), "limit": limit}
+            )
+    finished = [
+        FinishResult(r["task_id"], r["attempt"], r["applied"])
+        for r in (await finish_cur.fetchall() if finish_cur else ())
+    ]
+    claimed = [_claimed(r) for r in (await claim_cur.fetchall() if claim_cur else ())]
+    return finished, claimed
+
+
+def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
+    return {
+        "task_ids": [o.task_id for o in outcomes],
+        "attempts": [o.attempt for o in outcomes],
+        "outcomes": [o.outcome for o in outcomes],
+        "results": [o.result for o in outcomes],
+        "errors": [o.error for o in outcomes],
+        "retry_delays": [o.retry_delay for o in outcomes],
+        "models": [o.model for o in outcomes],
+        "input_tokens": [o.input_tokens for o in outcomes],
+        "output_tokens": [o.output_tokens for o in outcomes],
+        "started_after": [o.started_after for o in outcomes],
+    }
+
+
+def _claimed(r: DictRow) -> ClaimedTask:
+    return ClaimedTask(
+        id=r["id"],
+        attempt_id=r["attempt_id"],
+        agent=r["agent"],
+        payload=r["payload"],
+        priority=r["priority"],
+        attempt=r["attempts"],
+        max_attempts=r["max_attempts"],
+        free_attempts=r["free_attempts"],
+        estimated_tokens=r["estimated_tokens"],
+        tenant=r["tenant"],
+        labels=r["labels"],
+        created_at=r["created_at"],
+        lease_expires_at=r["lease_expires_at"],
     )
-    return [FinishResult(r["task_id"], r["attempt"], r["applied"]) for r in await cur.fetchall()]
 
 
 async def renew_leases(conn: Connection, held: dict[int, int]) -> set[int]:
@@ -360,7 +400,9 @@ async def sweep(
     return [(r["id"], TaskStatus(r["status"])) for r in await cur.fetchall()]
 
 
-async def sweep_expired(conn: Connection, *, batch: int = 500) -> list[tuple[int, TaskStatus]] | None:
+async def sweep_expired(
+    conn: Connection, *, batch: int = 500
+) -> list[tuple[int, TaskStatus]] | None:
     """One sweeper pass, unless another sweeper holds the lock (then None)."""
     swept: list[tuple[int, TaskStatus]] = []
     async with conn.transaction():
@@ -415,7 +457,9 @@ async def cancel(conn: Connection, task_id: int) -> TaskRecord:
     changed = await cur.fetchone()
     task = await get_task(conn, task_id)
     if changed is None and task.status != TaskStatus.CANCELLED:
-        raise InvalidTransition(f"task {task_id} is {task.status}; only enqueued or processing tasks can be cancelled")
+        raise InvalidTransition(
+            f"task {task_id} is {task.status}; only enqueued or processing tasks can be cancelled"
+        )
     return task
 
 
@@ -426,7 +470,9 @@ async def retry(conn: Connection, task_id: int) -> TaskRecord:
     changed = await cur.fetchone()
     task = await get_task(conn, task_id)
     if changed is None:
-        raise InvalidTransition(f"task {task_id} is {task.status}; only failed or cancelled tasks can be retried")
+        raise InvalidTransition(
+            f"task {task_id} is {task.status}; only failed or cancelled tasks can be retried"
+        )
     return task
 
 

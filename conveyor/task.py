@@ -35,8 +35,9 @@ class Task:
     estimated_tokens: int | None = None
     usage: Usage = field(default_factory=Usage)
 
-    def report_usage(self, *, model: str | None = None, input_tokens: int = 0,
-                     output_tokens: int = 0) -> None:
+    def report_usage(
+        self, *, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0
+    ) -> None:
         for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")

@@ -2,12 +2,11 @@
 
 One asyncio loop runs a few cooperating loops:
 
-- the claimer claims as many tasks as there are free slots, in one statement, whenever a
-  slot is free and there may be work (a NOTIFY arrived, or the poll interval passed);
+- the exchange writes how attempts ended and claims as many new tasks as there are free
+  slots, both in one transaction and one round trip. Whatever finished while the previous
+  exchange was in flight goes into the next, so under load one commit ends and claims many
+  tasks, and when idle an outcome is written, or a NOTIFY answered, the moment it happens;
 - each claimed task runs its agent (async in the loop, plain functions in a thread pool);
-- the reporter writes finished attempts in batches: whatever piled up while the previous
-  write was in flight goes in the next one, so under load one commit ends many attempts,
-  and when idle an attempt is written the moment it ends;
 - the renewer extends the leases of everything the worker holds, and stops the agents of
   tasks that were taken away (lost lease, cancelled);
 - the listener turns NOTIFYs into wake-ups and cancellations;
@@ -24,6 +23,7 @@ A task is completed at most once: every write of an outcome is fenced by its att
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import json
@@ -31,6 +31,7 @@ import logging
 import os
 import random
 import socket
+import time
 import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +41,7 @@ import psycopg
 
 from conveyor import queue
 from conveyor.app import AgentSpec, App
-from conveyor.db.pool import TRANSIENT_ERRORS, Database, retry_transient
+from conveyor.db.pool import TRANSIENT_ERRORS, Database
 from conveyor.errors import PermanentFailure, Throttled
 from conveyor.listener import Listener
 from conveyor.log import fields
@@ -63,11 +64,14 @@ class Worker:
         app: App,
         *,
         concurrency: int = 16,
+        prefetch: int | None = None,
         agents: list[str] | None = None,
         worker_id: str | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if prefetch is not None and prefetch < 0:
+            raise ValueError("prefetch must be 0 or more")
         unknown = set(agents or ()) - set(app.agents)
         if unknown:
             raise ValueError(f"the app declares no agent {sorted(unknown)}")
@@ -76,6 +80,10 @@ class Worker:
         self.app = app
         self.settings = app.settings
         self.concurrency = concurrency
+        # Claimed tasks waiting for a free slot. They hide the exchange's round trip: when
+        # an agent finishes, the next task starts at once instead of after a claim.
+        self.prefetch = concurrency if prefetch is None else prefetch
+        self._buffer: collections.deque[tuple[ClaimedTask, float]] = collections.deque()
         self.specs: dict[str, AgentSpec] = {
             name: spec for name, spec in app.agents.items() if not agents or name in agents
         }
@@ -89,8 +97,10 @@ class Worker:
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
         self._started = asyncio.Event()
-        self._reporter_idle = asyncio.Event()
         self._orphans_possible = False
+        self._work_maybe = True  # until a claim comes back short, assume there is work
+        self._claiming = 0  # slots promised to claims in flight
+        self._progress = asyncio.Event()  # an exchange ended
         self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="conveyor-agent")
         self._db: Database | None = None
         self.sweeper: Sweeper | None = None
@@ -102,9 +112,13 @@ class Worker:
     # Life cycle
 
     def stop(self, *, now: bool = False) -> None:
-        """Begin a graceful shutdown: claim nothing more, let running agents finish until
-        the shutdown timeout. `now=True` hands running tasks back without waiting."""
+        """Begin a graceful shutdown: claim nothing more, hand back what was claimed but not
+        started, let running agents finish until the shutdown timeout. `now=True` hands
+        running tasks back too, without waiting."""
         self._stop.set()
+        while self._buffer:
+            claimed, _ = self._buffer.popleft()
+            self._report(self._outcome(claimed, "released", error=RELEASED))
         if now:
             self._hand_back_running()
 
@@ -124,10 +138,12 @@ class Worker:
         db = await self.app.database()
         self._db = db
         self.sweeper = Sweeper(db, interval=self.settings.sweep_interval)
-        listener = Listener(db.url, self._on_notify, on_reconnect=self._wake.set) \
-            if self.settings.listen else None
+        listener = (
+            Listener(db.url, self._on_notify, on_reconnect=self._wake.set)
+            if self.settings.listen
+            else None
+        )
         background = [
-            asyncio.create_task(self._reporter(db), name="conveyor-reporter"),
             asyncio.create_task(self._renewer(db), name="conveyor-renewer"),
             asyncio.create_task(self.sweeper.run(self._stop), name="conveyor-sweeper"),
         ]
@@ -139,13 +155,22 @@ class Worker:
             background.append(asyncio.create_task(pruner.run(self._stop), name="conveyor-pruner"))
         log.info(
             "worker started",
-            extra=fields(worker=self.id, concurrency=self.concurrency,
-                         agents=",".join(sorted(self.specs)), listen=listener is not None),
+            extra=fields(
+                worker=self.id,
+                concurrency=self.concurrency,
+                agents=",".join(sorted(self.specs)),
+                listen=listener is not None,
+            ),
         )
         self._started.set()
         try:
-            await self._claimer(db)
+            lanes = [
+                asyncio.create_task(self._exchange(db), name=f"conveyor-exchange-{n}")
+                for n in range(2)
+            ]
+            await self._stop.wait()
             await self._drain()
+            await asyncio.gather(*lanes)
         finally:
             for task in background:
                 task.cancel()
@@ -156,80 +181,162 @@ class Worker:
             log.info("worker stopped", extra=fields(worker=self.id, finished=self.finished_count))
 
     async def _drain(self) -> None:
-        """After stop(): wait for running agents until the deadline, hand the rest back,
-        and write every outcome before returning."""
+        """After stop(): wait for running agents until the deadline, then hand the rest
+        back. The exchange writes every outcome before it returns."""
         if self._running:
-            log.info("draining", extra=fields(worker=self.id, running=len(self._running),
-                                              timeout=self.settings.shutdown_timeout))
+            log.info(
+                "draining",
+                extra=fields(
+                    worker=self.id,
+                    running=len(self._running),
+                    timeout=self.settings.shutdown_timeout,
+                ),
+            )
             await asyncio.wait(set(self._running.values()), timeout=self.settings.shutdown_timeout)
         self._hand_back_running()
         if self._running:
             await asyncio.wait(set(self._running.values()))
-        # Every outcome is queued now; wait until the reporter has written them all.
-        while self.held:
-            self._outcome_ready.set()
-            self._reporter_idle.clear()
-            await self._reporter_idle.wait()
 
     # -----------------------------------------------------------------------------------
-    # Claiming
+    # The exchange: outcomes out, new tasks in
 
-    async def _claimer(self, db: Database) -> None:
+    async def _exchange(self, db: Database) -> None:
+        """One lane of the exchange; runs until stop() and every outcome is written.
+
+        Two lanes run at once, on two connections, so that the worker prepares and runs the
+        next exchange while the database commits the previous one: Python and PostgreSQL
+        then work in parallel instead of taking turns.
+        """
         names = sorted(self.specs)
         delay = 0.05
-        while not self._stop.is_set():
-            free = self.concurrency - len(self._running)
-            if free <= 0:
-                self._slot_free.clear()
-                await _first(self._slot_free.wait(), self._stop.wait())
+        while True:
+            stopping = self._stop.is_set()
+            if stopping and not self.held and not self._running and not self._outcomes:
+                self._progress.set()  # let the other lane see it too
+                return
+            if self._wake.is_set():
+                self._work_maybe = True  # a NOTIFY said there is new work
+            free = 0 if stopping else self.capacity - self._claiming
+            want = free if self._work_maybe else 0
+            if want > 0 and self._orphans_possible and self._claiming:
+                want = 0  # release orphans only when no other claim is in flight
+            if not self._outcomes and want <= 0:
+                await self._idle(stopping, free)
                 continue
-            # Cleared before the claim, so a NOTIFY that lands while it runs is not lost.
-            self._wake.clear()
+            outcomes, self._outcomes = self._outcomes, []
+            self._outcome_ready.clear()
+            self._progress.clear()
+            if want > 0:
+                # Cleared before the claim, so a NOTIFY that lands while it runs counts.
+                self._wake.clear()
+            self._claiming += want
             try:
-                if self._orphans_possible:
+                if want > 0 and self._orphans_possible:
                     await self._release_orphans(db)
                 async with db.connection() as conn:
-                    claimed = await queue.claim(conn, worker_id=self.id, agents=names, limit=free)
+                    finished, claimed = await queue.finish_and_claim(
+                        conn, outcomes, worker_id=self.id, agents=names, limit=want
+                    )
                 delay = 0.05
             except TRANSIENT_ERRORS as exc:
-                # The claim may have committed without us hearing of it: those tasks would
-                # sit in 'processing' under our name until their lease ran out.
-                self._orphans_possible = True
-                log.warning("claim failed, retrying", extra=fields(error=str(exc).strip(),
-                                                                  retry_in=round(delay, 2)))
-                await _first(asyncio.sleep(delay), self._stop.wait())
+                # Outcomes are fenced, so writing them again is safe. Claims may have
+                # committed unheard of: those tasks would sit in 'processing' under our
+                # name until their lease ran out, so they are released before the next.
+                self._outcomes[:0] = outcomes
+                self._orphans_possible = self._orphans_possible or want > 0
+                log.warning(
+                    "database unavailable, retrying",
+                    extra=fields(
+                        error=str(exc).strip() or type(exc).__name__, retry_in=round(delay, 2)
+                    ),
+                )
+                await asyncio.sleep(delay)
                 delay = min(5.0, delay * 2)
                 continue
+            finally:
+                self._claiming -= want
+                self._progress.set()
+            self._settle(outcomes, finished)
             for claimed_task in claimed:
                 self._start(claimed_task)
-            if len(claimed) < free:
-                await _first(self._wake.wait(), self._stop.wait(),
-                             timeout=self.settings.poll_interval)
+            if want > 0 and len(claimed) < want:
+                self._work_maybe = False
+
+    async def _idle(self, stopping: bool, free: int) -> None:
+        """Wait for something to do: an outcome, a free slot when there is work, new work
+        when there is a free slot, the other lane finishing, or the poll interval."""
+        events = [self._outcome_ready, self._progress]
+        if not stopping:
+            if free <= 0:
+                self._slot_free.clear()
+            events += [self._stop, self._wake if free > 0 else self._slot_free]
+        self._progress.clear()
+        await _first(
+            *(e.wait() for e in events),
+            within=None if stopping else self.settings.poll_interval,
+        )
+        if not any(e.is_set() for e in events):
+            self._work_maybe = True  # the poll interval passed: look again
+
+    def _settle(self, outcomes: list[Outcome], finished: list[queue.FinishResult]) -> None:
+        for outcome in outcomes:
+            if self.held.get(outcome.task_id) == outcome.attempt:
+                del self.held[outcome.task_id]
+        self.finished_count += len(outcomes)
+        for r in finished:
+            if not r.applied:
+                log.warning(
+                    "late outcome rejected: the attempt had already ended",
+                    extra=fields(task_id=r.task_id, attempt=r.attempt),
+                )
 
     async def _release_orphans(self, db: Database) -> None:
         async with db.connection() as conn:
             released = await queue.sweep(conn, orphans_of=self.id, keep=list(self.held))
         self._orphans_possible = False
         if released:
-            log.warning("released tasks claimed by a lost connection",
-                        extra=fields(worker=self.id, tasks=len(released)))
+            log.warning(
+                "released tasks claimed by a lost connection",
+                extra=fields(worker=self.id, tasks=len(released)),
+            )
+
+    @property
+    def capacity(self) -> int:
+        """How many more tasks the worker would take: free slots plus free buffer room."""
+        return self.concurrency + self.prefetch - len(self._running) - len(self._buffer)
 
     def _start(self, claimed: ClaimedTask) -> None:
         self.claimed_count += 1
         self.held[claimed.id] = claimed.attempt
-        self._running[claimed.id] = asyncio.create_task(
-            self._run_agent(claimed), name=f"conveyor-task-{claimed.id}"
-        )
+        self._buffer.append((claimed, time.monotonic()))
+        self._fill_slots()
+
+    def _fill_slots(self) -> None:
+        while self._buffer and len(self._running) < self.concurrency and not self.stopping:
+            claimed, claimed_at = self._buffer.popleft()
+            self._running[claimed.id] = asyncio.create_task(
+                self._run_agent(claimed, time.monotonic() - claimed_at),
+                name=f"conveyor-task-{claimed.id}",
+            )
+
+    def _outcome(self, claimed: ClaimedTask, kind: str, **values: Any) -> Outcome:
+        return Outcome(task_id=claimed.id, attempt=claimed.attempt, outcome=kind, **values)
 
     # -----------------------------------------------------------------------------------
     # Running one attempt
 
-    async def _run_agent(self, claimed: ClaimedTask) -> None:
+    async def _run_agent(self, claimed: ClaimedTask, waited: float) -> None:
         spec = self.specs[claimed.agent]
         task = Task(
-            id=claimed.id, agent=claimed.agent, payload=claimed.payload, attempt=claimed.attempt,
-            max_attempts=claimed.max_attempts, priority=claimed.priority,
-            created_at=claimed.created_at, tenant=claimed.tenant, labels=claimed.labels,
+            id=claimed.id,
+            agent=claimed.agent,
+            payload=claimed.payload,
+            attempt=claimed.attempt,
+            max_attempts=claimed.max_attempts,
+            priority=claimed.priority,
+            created_at=claimed.created_at,
+            tenant=claimed.tenant,
+            labels=claimed.labels,
             estimated_tokens=claimed.estimated_tokens,
         )
         kind, result, error, retry_delay = "failed", None, None, None
@@ -240,8 +347,7 @@ class Worker:
         except asyncio.CancelledError:
             reason = self._cancel_reason.pop(claimed.id, "cancelled")
             kind = "released" if reason == "shutdown" else "cancelled"
-            error = ("handed back by a worker shutting down" if kind == "released"
-                     else "the agent was stopped: the task was cancelled or its lease lost")
+            error = RELEASED if kind == "released" else STOPPED
         except Throttled as exc:
             kind = "throttled"
             error = f"throttled: {exc}"
@@ -258,12 +364,20 @@ class Worker:
             self._running.pop(claimed.id, None)
             self._slot_free.set()
         usage = task.usage
-        self._report(Outcome(
-            task_id=claimed.id, attempt=claimed.attempt, outcome=kind, result=result,
-            error=error, retry_delay=retry_delay, model=usage.model,
-            input_tokens=usage.input_tokens if usage.calls else None,
-            output_tokens=usage.output_tokens if usage.calls else None,
-        ))
+        self._report(
+            self._outcome(
+                claimed,
+                kind,
+                result=result,
+                error=error,
+                retry_delay=retry_delay,
+                model=usage.model,
+                input_tokens=usage.input_tokens if usage.calls else None,
+                output_tokens=usage.output_tokens if usage.calls else None,
+                started_after=waited,
+            )
+        )
+        self._fill_slots()
 
     async def _call(self, spec: AgentSpec, task: Task) -> Any:
         if spec.is_async:
@@ -272,34 +386,9 @@ class Worker:
         context = contextvars.copy_context()
         return await loop.run_in_executor(self._threads, context.run, spec.fn, task)
 
-    # -----------------------------------------------------------------------------------
-    # Writing outcomes
-
     def _report(self, outcome: Outcome) -> None:
         self._outcomes.append(outcome)
         self._outcome_ready.set()
-
-    async def _reporter(self, db: Database) -> None:
-        while True:
-            if not self._outcomes:
-                self._reporter_idle.set()
-                self._outcome_ready.clear()
-                await self._outcome_ready.wait()
-                continue
-            batch, self._outcomes = self._outcomes, []
-
-            async def write(batch: list[Outcome] = batch) -> list[queue.FinishResult]:
-                async with db.connection() as conn:
-                    return await queue.finish(conn, batch)
-
-            results = await retry_transient(write, what="finish attempts")
-            for outcome in batch:
-                self.held.pop(outcome.task_id, None)
-            self.finished_count += len(batch)
-            for r in results:
-                if not r.applied:
-                    log.warning("late outcome rejected: the attempt had already ended",
-                                extra=fields(task_id=r.task_id, attempt=r.attempt))
 
     # -----------------------------------------------------------------------------------
     # Leases
@@ -314,16 +403,17 @@ class Worker:
             return
         async with db.connection() as conn:
             kept = await queue.renew_leases(conn, held)
+        buffered = {claimed.id for claimed, _ in self._buffer}
         for task_id in held.keys() - kept:
-            if self.held.get(task_id) != held[task_id]:
-                continue  # its outcome was written while the renewal ran
-            # Taken from us: the sweeper gave it away, or it was cancelled. Stop the agent
-            # (its outcome will be fenced off anyway) and forget the task.
-            running = self._running.get(task_id)
-            if running is not None:
-                self._cancel_reason[task_id] = "taken"
-                running.cancel()
+            if self.held.get(task_id) != held[task_id] or not (
+                task_id in self._running or task_id in buffered
+            ):
+                # Its outcome is written or on its way; if the task was taken from us
+                # meanwhile, that outcome is fenced off and recorded as late.
+                continue
+            # Taken from us: the sweeper gave it away, or it was cancelled.
             log.warning("lease lost", extra=fields(task_id=task_id, attempt=held[task_id]))
+            self._take_away(task_id, "taken")
 
     async def _renewer(self, db: Database) -> None:
         while True:
@@ -342,10 +432,25 @@ class Worker:
             self._wake.set()
         elif status == "cancelled":
             for task_id in event.get("ids", ()):
-                running = self._running.get(task_id)
-                if running is not None:
-                    self._cancel_reason[task_id] = "cancelled"
-                    running.cancel()
+                self._take_away(task_id, "cancelled")
+
+    def _take_away(self, task_id: int, reason: str) -> None:
+        """The task is no longer ours (cancelled, or its lease lost): stop its agent, or
+        drop it from the buffer. The outcome that follows is fenced off as late."""
+        running = self._running.get(task_id)
+        if running is not None:
+            self._cancel_reason[task_id] = reason
+            running.cancel()
+            return
+        for claimed, _ in self._buffer:
+            if claimed.id == task_id:
+                self._buffer.remove((claimed, _))
+                self._report(self._outcome(claimed, "cancelled", error=STOPPED))
+                return
+
+
+RELEASED = "handed back by a worker shutting down"
+STOPPED = "the agent was stopped: the task was cancelled or its lease lost"
 
 
 def backoff(failures: int, base: float, cap: float) -> float:
@@ -370,11 +475,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}\n{text}".strip()
 
 
-async def _first(*aws: Awaitable[Any], timeout: float | None = None) -> None:
-    """Wait until the first of `aws` finishes (or the timeout passes); cancel the rest."""
+async def _first(*aws: Awaitable[Any], within: float | None = None) -> None:
+    """Wait until the first of `aws` finishes (or `within` seconds pass); cancel the rest."""
     tasks = [asyncio.ensure_future(a) for a in aws]
     try:
-        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(tasks, timeout=within, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for t in tasks:
             t.cancel()
@@ -383,22 +488,29 @@ async def _first(*aws: Awaitable[Any], timeout: float | None = None) -> None:
                 await t
 
 
-async def run_worker(app: App, *, concurrency: int, agents: list[str] | None = None,
-                     install_signals: bool = True,
-                     ready: Callable[[Worker], None] | None = None) -> None:
+async def run_worker(
+    app: App,
+    *,
+    concurrency: int,
+    agents: list[str] | None = None,
+    install_signals: bool = True,
+    ready: Callable[[Worker], None] | None = None,
+) -> None:
     """Run a worker until SIGTERM/SIGINT (a second signal hands running tasks back at once)."""
     import signal
 
     worker = Worker(app, concurrency=concurrency, agents=agents)
     loop = asyncio.get_running_loop()
     if install_signals:
+
         def on_signal(signum: int) -> None:
             again = worker.stopping
             if again:
                 log.warning("second signal: handing running tasks back now")
             else:
-                log.info("signal received, draining",
-                         extra=fields(signal=signal.Signals(signum).name))
+                log.info(
+                    "signal received, draining", extra=fields(signal=signal.Signals(signum).name)
+                )
             worker.stop(now=again)
 
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
 from conveyor import App
 from conveyor.db.migrate import migrate
@@ -52,35 +52,46 @@ def template_db(server_url: str) -> Iterator[str]:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
 
     async def build() -> None:
-        conn = await psycopg.AsyncConnection.connect(with_dbname(server_url, TEMPLATE),
-                                                     autocommit=True)
+        conn = await psycopg.AsyncConnection.connect(
+            with_dbname(server_url, TEMPLATE), autocommit=True
+        )
         async with conn:
             await migrate(conn)
 
     asyncio.run(build())
     yield TEMPLATE
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(TEMPLATE)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEMPLATE))
+        )
 
 
 @pytest.fixture
 def database_url(server_url: str, template_db: str) -> Iterator[str]:
     name = f"conveyor_t_{secrets.token_hex(6)}"
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
-            sql.Identifier(name), sql.Identifier(template_db)))
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+                sql.Identifier(name), sql.Identifier(template_db)
+            )
+        )
     yield with_dbname(server_url, name)
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
     # Fast maintenance loops so that tests wait on conditions for short times.
-    return Settings(database_url=database_url, home=tmp_path, poll_interval=0.2,
-                    sweep_interval=0.2, shutdown_timeout=5.0)
+    return Settings(
+        database_url=database_url,
+        home=tmp_path,
+        poll_interval=0.2,
+        sweep_interval=0.2,
+        shutdown_timeout=5.0,
+    )
 
 
 @pytest.fixture
@@ -95,14 +106,20 @@ async def conn(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]
     """A separate connection for looking at (and backdating) rows, as a person with psql."""
     from psycopg.rows import dict_row
 
-    conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True,
-                                                 row_factory=dict_row)
+    conn = await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, row_factory=dict_row
+    )
     async with conn:
         yield conn
 
 
-async def wait_for(condition: Callable[[], Any], *, timeout: float = 10.0,
-                   interval: float = 0.02, what: str = "condition") -> Any:
+async def wait_for(
+    condition: Callable[[], Any],
+    *,
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "condition",
+) -> Any:
     """Poll `condition` (sync or async) until it returns something truthy."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

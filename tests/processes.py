@@ -12,8 +12,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class WorkerProcess:
-    def __init__(self, database_url: str, *, concurrency: int = 8, app: str = "tests.worker_app:app",
-                 env: dict[str, str] | None = None, log_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        concurrency: int = 8,
+        app: str = "tests.worker_app:app",
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
         self.log_path = log_path
         environment = {
             **os.environ,
@@ -25,9 +32,20 @@ class WorkerProcess:
         }
         self._log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "conveyor.cli", "worker", "--app", app,
-             "--concurrency", str(concurrency)],
-            env=environment, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "conveyor.cli",
+                "worker",
+                "--app",
+                app,
+                "--concurrency",
+                str(concurrency),
+            ],
+            env=environment,
+            cwd=ROOT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
 
     @property

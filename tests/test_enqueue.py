@@ -29,9 +29,14 @@ async def app(settings: Settings) -> Any:
 
 
 async def test_enqueue_returns_an_enqueued_task_with_its_payload(app: App) -> None:
-    task_id = await app.enqueue_async("a", {"doc": "x.pdf", "pages": [1, 2]}, priority=7,
-                                      estimated_tokens=1500, tenant="acme",
-                                      labels={"batch": "q3"})
+    task_id = await app.enqueue_async(
+        "a",
+        {"doc": "x.pdf", "pages": [1, 2]},
+        priority=7,
+        estimated_tokens=1500,
+        tenant="acme",
+        labels={"batch": "q3"},
+    )
     task = await app.get_task_async(task_id)
     assert task.status == TaskStatus.ENQUEUED
     assert task.payload == {"doc": "x.pdf", "pages": [1, 2]}
@@ -43,7 +48,8 @@ async def test_enqueue_returns_an_enqueued_task_with_its_payload(app: App) -> No
 
 async def test_enqueue_many_keeps_input_order_and_mixes_agents(app: App) -> None:
     ids = await app.enqueue_many_async(
-        [NewTask("a" if i % 3 else "b", {"i": i}) for i in range(500)])
+        [NewTask("a" if i % 3 else "b", {"i": i}) for i in range(500)]
+    )
     assert len(set(ids)) == 500
     assert ids == sorted(ids)
     for i in (0, 1, 250, 499):
@@ -58,13 +64,15 @@ async def test_idempotency_key_returns_the_existing_task(app: App, conn: Any) ->
     other_agent = await app.enqueue_async("b", {"v": 3}, idempotency_key="inv-17")
     assert again == first
     assert other_agent != first, "keys are unique per agent"
-    ids = await app.enqueue_many_async([
-        NewTask("a", {"v": 4}),
-        NewTask("a", {"v": 5}, idempotency_key="inv-17"),
-        NewTask("a", {"v": 6}, idempotency_key="inv-18"),
-        NewTask("a", {"v": 7}, idempotency_key="inv-18"),
-        NewTask("a", {"v": 8}),
-    ])
+    ids = await app.enqueue_many_async(
+        [
+            NewTask("a", {"v": 4}),
+            NewTask("a", {"v": 5}, idempotency_key="inv-17"),
+            NewTask("a", {"v": 6}, idempotency_key="inv-18"),
+            NewTask("a", {"v": 7}, idempotency_key="inv-18"),
+            NewTask("a", {"v": 8}),
+        ]
+    )
     assert ids[1] == first
     assert ids[2] == ids[3]
     assert len({ids[0], ids[2], ids[4], first}) == 4
@@ -82,9 +90,9 @@ async def test_concurrent_idempotent_enqueues_on_separate_connections_make_one_t
         app.agent("a", _noop)
         apps.append(app)
     try:
-        ids = await asyncio.gather(*(
-            a.enqueue_async("a", {}, idempotency_key=f"k{i}")
-            for a in apps for i in range(20)))
+        ids = await asyncio.gather(
+            *(a.enqueue_async("a", {}, idempotency_key=f"k{i}") for a in apps for i in range(20))
+        )
     finally:
         for a in apps:
             await a.aclose()
@@ -107,13 +115,14 @@ async def _noop(task: Any) -> None:
         ({"max_attempts": 0}, "max_attempts must be between"),
         ({"idempotency_key": ""}, "idempotency_key must be a string"),
         ({"idempotency_key": "k" * 256}, "idempotency_key must be a string"),
-        ({"run_after": datetime(2030, 1, 1)}, "timezone-aware"),  # noqa: DTZ001
+        ({"run_after": datetime(2030, 1, 1)}, "timezone-aware"),
         ({"run_after": float("nan")}, "run_after must be"),
         ({"labels": {"a": 1}}, "labels must be a mapping of strings"),
     ],
 )
-async def test_out_of_range_values_are_refused(app: App, options: dict[str, Any],
-                                               message: str, conn: Any) -> None:
+async def test_out_of_range_values_are_refused(
+    app: App, options: dict[str, Any], message: str, conn: Any
+) -> None:
     with pytest.raises(InvalidTask, match=message):
         await app.enqueue_async("a", {}, **options)
     cur = await conn.execute("SELECT count(*) AS n FROM tasks")
@@ -140,8 +149,7 @@ async def test_unknown_agent_is_refused_with_its_name(app: App, conn: Any) -> No
     assert (await cur.fetchone())["n"] == 0
 
 
-async def test_agents_registered_by_another_app_are_accepted(settings: Settings,
-                                                             app: App) -> None:
+async def test_agents_registered_by_another_app_are_accepted(settings: Settings, app: App) -> None:
     await app.database()  # registers "a" and "b"
     producer = App(settings=settings)  # declares nothing, like a web process
     try:
@@ -166,8 +174,7 @@ async def test_enqueue_notifies_in_the_same_transaction(app: App, database_url: 
     listener = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
     async with listener:
         await listener.execute("LISTEN conveyor")
-        ids = await app.enqueue_many_async([NewTask("a", {}), NewTask("a", {}),
-                                            NewTask("b", {})])
+        ids = await app.enqueue_many_async([NewTask("a", {}), NewTask("a", {}), NewTask("b", {})])
         events = []
         async for note in listener.notifies(timeout=5.0, stop_after=2):
             events.append(json.loads(note.payload))

@@ -20,8 +20,12 @@ def workers(database_url: str, tmp_path: Path) -> Iterator[Any]:
     started: list[WorkerProcess] = []
 
     def start(concurrency: int = 8, **kw: Any) -> WorkerProcess:
-        w = WorkerProcess(database_url, concurrency=concurrency,
-                          log_path=tmp_path / f"worker-{len(started)}.log", **kw)
+        w = WorkerProcess(
+            database_url,
+            concurrency=concurrency,
+            log_path=tmp_path / f"worker-{len(started)}.log",
+            **kw,
+        )
         started.append(w)
         return w
 
@@ -59,8 +63,10 @@ async def test_several_processes_complete_thousands_of_tasks_exactly_once(
     await wait_for(lambda: _equals(completed(conn), 3000), timeout=90, what="3000 completions")
     # Exactly once: one attempt per task, and it succeeded; no task ran twice.
     assert await count(conn, "SELECT count(*) AS n FROM task_attempts") == 3000
-    assert await count(conn, "SELECT count(*) AS n FROM task_attempts"
-                             " WHERE status = 'succeeded'") == 3000
+    assert (
+        await count(conn, "SELECT count(*) AS n FROM task_attempts WHERE status = 'succeeded'")
+        == 3000
+    )
     cur = await conn.execute("SELECT DISTINCT result->>'pid' AS pid FROM tasks")
     pids = {int(r["pid"]) for r in await cur.fetchall()}
     assert pids <= {p.pid for p in procs}
@@ -73,25 +79,26 @@ async def _equals(value: Any, expected: int) -> bool:
     return bool(await value == expected)
 
 
-async def test_priority_order_holds_across_processes(workers: Any, producer: App,
-                                                     conn: Any) -> None:
-    low = await producer.enqueue_many_async([NewTask("noop", {}, priority=0)
-                                             for _ in range(200)])
-    high = await producer.enqueue_many_async([NewTask("noop", {}, priority=5)
-                                              for _ in range(200)])
+async def test_priority_order_holds_across_processes(
+    workers: Any, producer: App, conn: Any
+) -> None:
+    low = await producer.enqueue_many_async([NewTask("noop", {}, priority=0) for _ in range(200)])
+    high = await producer.enqueue_many_async([NewTask("noop", {}, priority=5) for _ in range(200)])
     for _ in range(2):
         workers(concurrency=4)
     await wait_for(lambda: _equals(completed(conn), 400), timeout=60, what="completions")
     cur = await conn.execute(
         "SELECT max(started_at) FILTER (WHERE id = ANY(%s)) AS last_high,"
         "       min(started_at) FILTER (WHERE id = ANY(%s)) AS first_low FROM tasks",
-        (high, low))
+        (high, low),
+    )
     row = await cur.fetchone()
     # Claims of several workers overlap, so a few low tasks may start while the last high
     # ones run; but no low task may start before most of the high ones have.
     cur = await conn.execute(
         "SELECT count(*) AS n FROM tasks WHERE id = ANY(%s) AND started_at > %s",
-        (high, row["first_low"]))
+        (high, row["first_low"]),
+    )
     assert (await cur.fetchone())["n"] <= 8 * 2, "priority order broke"
 
 
@@ -100,12 +107,16 @@ async def test_a_sigkilled_worker_s_task_is_recovered_by_another(
 ) -> None:
     task_id = await producer.enqueue_async("slow_first", {})  # lease 2 s
     doomed = workers(concurrency=1)
-    await wait_for(lambda: _locked_by(conn, task_id, doomed.pid), timeout=30,
-                   what="the first worker to claim the task")
+    await wait_for(
+        lambda: _locked_by(conn, task_id, doomed.pid),
+        timeout=30,
+        what="the first worker to claim the task",
+    )
     doomed.kill()
     rescuer = workers(concurrency=1)
-    task = await wait_for(lambda: _finished(producer, task_id), timeout=30,
-                          what="the task recovered")
+    task = await wait_for(
+        lambda: _finished(producer, task_id), timeout=30, what="the task recovered"
+    )
     assert task.status == TaskStatus.COMPLETED
     assert task.result == {"pid": rescuer.pid, "attempt": 2}
     first, second = task.attempt_history
@@ -127,8 +138,7 @@ async def _finished(app: App, task_id: int) -> Any:
     return task if task.status in (TaskStatus.COMPLETED, TaskStatus.FAILED) else None
 
 
-async def test_sigterm_drains_a_worker_gracefully(workers: Any, producer: App,
-                                                  conn: Any) -> None:
+async def test_sigterm_drains_a_worker_gracefully(workers: Any, producer: App, conn: Any) -> None:
     task_id = await producer.enqueue_async("sleepy", {"seconds": 1.0})
     w = workers(concurrency=2)
     await wait_for(lambda: _locked_by(conn, task_id, w.pid), timeout=30, what="a claim")
@@ -138,8 +148,9 @@ async def test_sigterm_drains_a_worker_gracefully(workers: Any, producer: App,
     assert "worker stopped" in w.output()
 
 
-async def test_sigterm_past_the_deadline_hands_the_task_back(workers: Any, producer: App,
-                                                             conn: Any) -> None:
+async def test_sigterm_past_the_deadline_hands_the_task_back(
+    workers: Any, producer: App, conn: Any
+) -> None:
     task_id = await producer.enqueue_async("slow_first", {})
     w = workers(concurrency=1, env={"CONVEYOR_SHUTDOWN_TIMEOUT": "0.2"})
     await wait_for(lambda: _locked_by(conn, task_id, w.pid), timeout=30, what="a claim")

@@ -30,8 +30,9 @@ async def app(settings: Settings) -> Any:
     await app.aclose()
 
 
-async def claim(conn: Any, limit: int = 10, worker: str = "w1",
-                agents: tuple[str, ...] = ("a",)) -> list[queue.ClaimedTask]:
+async def claim(
+    conn: Any, limit: int = 10, worker: str = "w1", agents: tuple[str, ...] = ("a",)
+) -> list[queue.ClaimedTask]:
     return await queue.claim(conn, worker_id=worker, agents=list(agents), limit=limit)
 
 
@@ -44,30 +45,41 @@ async def test_claim_takes_priority_first_then_fifo(app: App, conn: Any) -> None
     assert claimed == high + [mid] + low
 
 
-async def test_claim_marks_processing_with_a_lease_and_an_attempt_row(app: App,
-                                                                      conn: Any) -> None:
+async def test_claim_marks_processing_with_a_lease_and_an_attempt_row(app: App, conn: Any) -> None:
     task_id = await app.enqueue_async("a", {"x": 1})
     (t,) = await claim(conn, worker="worker-7")
     assert (t.id, t.attempt, t.payload) == (task_id, 1, {"x": 1})
-    row = await (await conn.execute(
-        "SELECT status, locked_by, attempts, lease_expires_at - now() AS left,"
-        " started_at FROM tasks WHERE id = %s", (task_id,))).fetchone()
+    row = await (
+        await conn.execute(
+            "SELECT status, locked_by, attempts, lease_expires_at - now() AS left,"
+            " started_at FROM tasks WHERE id = %s",
+            (task_id,),
+        )
+    ).fetchone()
     assert row["status"] == "processing" and row["locked_by"] == "worker-7"
     assert row["attempts"] == 1
     assert 55 < row["left"].total_seconds() <= 60, "lease from the agent, on the db clock"
-    attempt = await (await conn.execute(
-        "SELECT id, attempt, status, worker_id FROM task_attempts WHERE task_id = %s",
-        (task_id,))).fetchone()
-    assert attempt == {"id": t.attempt_id, "attempt": 1, "status": "running",
-                       "worker_id": "worker-7"}
+    attempt = await (
+        await conn.execute(
+            "SELECT id, attempt, status, worker_id FROM task_attempts WHERE task_id = %s",
+            (task_id,),
+        )
+    ).fetchone()
+    assert attempt == {
+        "id": t.attempt_id,
+        "attempt": 1,
+        "status": "running",
+        "worker_id": "worker-7",
+    }
 
 
 async def test_delayed_tasks_wait_for_run_after(app: App, conn: Any) -> None:
     later = await app.enqueue_async("a", {}, run_after=3600, priority=10)
     now = await app.enqueue_async("a", {})
     assert [t.id for t in await claim(conn)] == [now]
-    await conn.execute("UPDATE tasks SET run_after = now() - interval '1 s' WHERE id = %s",
-                       (later,))
+    await conn.execute(
+        "UPDATE tasks SET run_after = now() - interval '1 s' WHERE id = %s", (later,)
+    )
     assert [t.id for t in await claim(conn)] == [later]
 
 
@@ -75,8 +87,10 @@ async def test_competing_claims_on_separate_connections_never_share_a_task(
     app: App, database_url: str
 ) -> None:
     await app.enqueue_many_async([NewTask("a", {}) for _ in range(2000)])
-    conns = [await psycopg.AsyncConnection.connect(database_url, autocommit=True,
-                                                   row_factory=dict_row) for _ in range(8)]
+    conns = [
+        await psycopg.AsyncConnection.connect(database_url, autocommit=True, row_factory=dict_row)
+        for _ in range(8)
+    ]
 
     async def drain(c: Any, name: str) -> list[int]:
         got: list[int] = []
@@ -97,8 +111,15 @@ async def test_competing_claims_on_separate_connections_never_share_a_task(
 async def test_finish_completes_once_and_fences_a_repeat(app: App, conn: Any) -> None:
     task_id = await app.enqueue_async("a", {})
     (t,) = await claim(conn)
-    done = Outcome(t.id, t.attempt, "succeeded", result='{"ok": true}', model="m",
-                   input_tokens=10, output_tokens=5)
+    done = Outcome(
+        t.id,
+        t.attempt,
+        "succeeded",
+        result='{"ok": true}',
+        model="m",
+        input_tokens=10,
+        output_tokens=5,
+    )
     assert await queue.finish(conn, [done]) == [queue.FinishResult(task_id, 1, True)]
     assert await queue.finish(conn, [done]) == [], "a repeated write changes nothing"
     task = await app.get_task_async(task_id)
@@ -108,8 +129,7 @@ async def test_finish_completes_once_and_fences_a_repeat(app: App, conn: Any) ->
     assert attempt.finished_at is not None and attempt.finished_at >= attempt.started_at
 
 
-async def test_failure_retries_with_delay_then_fails_when_exhausted(app: App,
-                                                                    conn: Any) -> None:
+async def test_failure_retries_with_delay_then_fails_when_exhausted(app: App, conn: Any) -> None:
     task_id = await app.enqueue_async("a", {})  # agent a: max_attempts=2
     (t,) = await claim(conn)
     await queue.finish(conn, [Outcome(t.id, 1, "failed", error="boom 1", retry_delay=30)])
@@ -126,8 +146,7 @@ async def test_failure_retries_with_delay_then_fails_when_exhausted(app: App,
     assert [a.status for a in task.attempt_history] == ["failed", "failed"]
 
 
-async def test_throttled_and_released_attempts_do_not_spend_a_retry(app: App,
-                                                                    conn: Any) -> None:
+async def test_throttled_and_released_attempts_do_not_spend_a_retry(app: App, conn: Any) -> None:
     task_id = await app.enqueue_async("a", {})  # max_attempts=2
     for outcome in ("throttled", "released", "throttled"):
         (t,) = await claim(conn)
@@ -136,16 +155,15 @@ async def test_throttled_and_released_attempts_do_not_spend_a_retry(app: App,
     await queue.finish(conn, [Outcome(t.id, t.attempt, "failed", error="x", retry_delay=0)])
     task = await app.get_task_async(task_id)
     assert task.status == TaskStatus.ENQUEUED, "one real failure of two allowed"
-    assert [a.status for a in task.attempt_history] == ["throttled", "lost", "throttled",
-                                                        "failed"]
+    assert [a.status for a in task.attempt_history] == ["throttled", "lost", "throttled", "failed"]
 
 
-async def test_expired_lease_is_swept_and_the_late_result_is_rejected(app: App,
-                                                                      conn: Any) -> None:
+async def test_expired_lease_is_swept_and_the_late_result_is_rejected(app: App, conn: Any) -> None:
     task_id = await app.enqueue_async("a", {})
     (stale,) = await claim(conn, worker="stale")
     await conn.execute(
-        "UPDATE tasks SET lease_expires_at = now() - interval '1 s' WHERE id = %s", (task_id,))
+        "UPDATE tasks SET lease_expires_at = now() - interval '1 s' WHERE id = %s", (task_id,)
+    )
     assert await queue.sweep_expired(conn) == [(task_id, TaskStatus.ENQUEUED)]
     (fresh,) = await claim(conn, worker="fresh")
     assert fresh.attempt == 2
@@ -169,10 +187,10 @@ async def test_sweep_fails_a_task_with_no_retries_left(app: App, conn: Any) -> N
     assert await queue.sweep_expired(conn) == [(task_id, TaskStatus.FAILED)]
 
 
-async def test_only_one_sweeper_runs_at_a_time(app: App, database_url: str,
-                                               conn: Any) -> None:
-    other = await psycopg.AsyncConnection.connect(database_url, autocommit=True,
-                                                  row_factory=dict_row)
+async def test_only_one_sweeper_runs_at_a_time(app: App, database_url: str, conn: Any) -> None:
+    other = await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, row_factory=dict_row
+    )
     async with other, other.transaction():
         await other.execute("SELECT pg_advisory_xact_lock(hashtext('conveyor.sweeper'))")
         assert await queue.sweep_expired(conn) is None
@@ -182,16 +200,18 @@ async def test_renewal_extends_the_lease_on_the_database_clock(app: App, conn: A
     task_id = await app.enqueue_async("a", {})
     (t,) = await claim(conn)
     await conn.execute(
-        "UPDATE tasks SET lease_expires_at = now() + interval '1 s' WHERE id = %s", (task_id,))
+        "UPDATE tasks SET lease_expires_at = now() + interval '1 s' WHERE id = %s", (task_id,)
+    )
     assert await queue.renew_leases(conn, {task_id: t.attempt}) == {task_id}
-    row = await (await conn.execute(
-        "SELECT lease_expires_at - now() AS left FROM tasks WHERE id = %s", (task_id,)
-    )).fetchone()
+    row = await (
+        await conn.execute(
+            "SELECT lease_expires_at - now() AS left FROM tasks WHERE id = %s", (task_id,)
+        )
+    ).fetchone()
     assert row["left"].total_seconds() > 55
 
 
-async def test_cancel_enqueued_and_running_tasks_fences_the_worker(app: App,
-                                                                   conn: Any) -> None:
+async def test_cancel_enqueued_and_running_tasks_fences_the_worker(app: App, conn: Any) -> None:
     waiting = await app.enqueue_async("a", {}, priority=-1)
     running = await app.enqueue_async("a", {})
     (t,) = await claim(conn, limit=1)
@@ -200,7 +220,8 @@ async def test_cancel_enqueued_and_running_tasks_fences_the_worker(app: App,
     assert cancelled.status == TaskStatus.CANCELLED
     assert cancelled.attempt_history[0].status == "cancelled"
     assert await queue.finish(conn, [Outcome(t.id, 1, "succeeded", result="1")]) == [
-        queue.FinishResult(running, 1, False)]
+        queue.FinishResult(running, 1, False)
+    ]
     assert (await app.get_task_async(running)).status == TaskStatus.CANCELLED
     assert (await app.cancel_async(running)).status == TaskStatus.CANCELLED, "idempotent"
 
@@ -230,17 +251,18 @@ async def test_retry_gives_a_failed_task_a_fresh_allowance(app: App, conn: Any) 
     assert t.attempt == 2 and t.charged_attempts == 1
 
 
-async def test_prune_deletes_old_finished_tasks_and_their_attempts(app: App,
-                                                                   conn: Any) -> None:
+async def test_prune_deletes_old_finished_tasks_and_their_attempts(app: App, conn: Any) -> None:
     ids = await app.enqueue_many_async([NewTask("a", {}) for _ in range(30)])
     claimed = await claim(conn, limit=25)
     await queue.finish(conn, [Outcome(t.id, 1, "succeeded", result="1") for t in claimed])
     old = [t.id for t in claimed[:20]]
     await conn.execute(
-        "UPDATE tasks SET finished_at = now() - interval '31 days' WHERE id = ANY(%s)", (old,))
+        "UPDATE tasks SET finished_at = now() - interval '31 days' WHERE id = ANY(%s)", (old,)
+    )
     assert await queue.prune(conn, older_than=30 * 86400, batch=7) == 20
     cur = await conn.execute("SELECT id FROM tasks ORDER BY id")
     assert [r["id"] for r in await cur.fetchall()] == [i for i in ids if i not in old]
-    cur = await conn.execute("SELECT count(*) AS n FROM task_attempts WHERE task_id = ANY(%s)",
-                             (old,))
+    cur = await conn.execute(
+        "SELECT count(*) AS n FROM task_attempts WHERE task_id = ANY(%s)", (old,)
+    )
     assert (await cur.fetchone())["n"] == 0

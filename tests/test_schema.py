@@ -14,15 +14,44 @@ from conveyor.states import TRANSITIONS, AttemptStatus, TaskStatus
 
 EXPECTED_COLUMNS = {
     "tasks": {
-        "id", "agent", "status", "priority", "payload", "result", "error", "idempotency_key",
-        "estimated_tokens", "attempts", "free_attempts", "max_attempts", "run_after",
-        "lease_expires_at", "locked_by", "tenant", "labels", "created_at", "started_at",
+        "id",
+        "agent",
+        "status",
+        "priority",
+        "payload",
+        "result",
+        "error",
+        "idempotency_key",
+        "estimated_tokens",
+        "attempts",
+        "free_attempts",
+        "max_attempts",
+        "run_after",
+        "lease_expires_at",
+        "locked_by",
+        "tenant",
+        "labels",
+        "created_at",
+        "started_at",
         "finished_at",
     },
     "task_attempts": {
-        "id", "task_id", "attempt", "worker_id", "run_id", "trace_id", "status", "started_at",
-        "finished_at", "model", "input_tokens", "output_tokens", "llm_cost_usd",
-        "compute_cost_usd", "error", "late_outcome",
+        "id",
+        "task_id",
+        "attempt",
+        "worker_id",
+        "run_id",
+        "trace_id",
+        "status",
+        "started_at",
+        "finished_at",
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "llm_cost_usd",
+        "compute_cost_usd",
+        "error",
+        "late_outcome",
     },
     "agents": {"name", "max_attempts", "lease_seconds", "registered_at", "last_seen_at"},
 }
@@ -31,7 +60,8 @@ EXPECTED_COLUMNS = {
 async def test_migrated_schema_has_the_columns_the_code_uses(conn: Any) -> None:
     for table, expected in EXPECTED_COLUMNS.items():
         cur = await conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = %s", (table,))
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s", (table,)
+        )
         assert {r["column_name"] for r in await cur.fetchall()} == expected, table
 
 
@@ -54,22 +84,26 @@ async def test_concurrent_migrations_apply_once(server_url: str) -> None:
     async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
         await admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
-        conns = [await psycopg.AsyncConnection.connect(with_dbname(server_url, name),
-                                                       autocommit=True) for _ in range(4)]
+        conns = [
+            await psycopg.AsyncConnection.connect(with_dbname(server_url, name), autocommit=True)
+            for _ in range(4)
+        ]
         results = await asyncio.gather(*(migrate(c) for c in conns))
         assert sorted(len(r) for r in results) == [0, 0, 0, len(available())]
         for c in conns:
             await c.close()
     finally:
         async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
-            await admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(
-                sql.Identifier(name)))
+            await admin.execute(
+                sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 async def test_status_checks_allow_exactly_the_documented_values(conn: Any) -> None:
     cur = await conn.execute(
         """SELECT conrelid::regclass::text AS tbl, pg_get_constraintdef(oid) AS def
-           FROM pg_constraint WHERE contype = 'c' AND conname LIKE '%status_check'""")
+           FROM pg_constraint WHERE contype = 'c' AND conname LIKE '%status_check'"""
+    )
     defs = {r["tbl"]: r["def"] for r in await cur.fetchall()}
     for status in TaskStatus:
         assert f"'{status}'" in defs["tasks"]
@@ -86,7 +120,8 @@ async def test_transitions_table_mirrors_the_state_machine(conn: Any) -> None:
 async def test_database_refuses_an_unknown_transition(conn: Any) -> None:
     await conn.execute("INSERT INTO agents (name) VALUES ('a')")
     cur = await conn.execute(
-        "INSERT INTO tasks (agent, status) VALUES ('a', 'completed') RETURNING id")
+        "INSERT INTO tasks (agent, status) VALUES ('a', 'completed') RETURNING id"
+    )
     task_id = (await cur.fetchone())["id"]
     with pytest.raises(psycopg.errors.CheckViolation, match="no transition from completed"):
         await conn.execute("UPDATE tasks SET status = 'enqueued' WHERE id = %s", (task_id,))
@@ -100,11 +135,13 @@ async def test_claim_follows_the_dequeue_index(conn: Any) -> None:
         """INSERT INTO tasks (agent, priority, status)
            SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g % 10,
                   CASE WHEN g % 5 = 0 THEN 'enqueued' ELSE 'completed' END
-           FROM generate_series(1, 20000) g""")
+           FROM generate_series(1, 20000) g"""
+    )
     await conn.execute("ANALYZE tasks")
     params = {"worker_id": "w", "agents": ["a", "b"], "limit": 10}
     cur = await conn.execute(
-        psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + psycopg.sql.SQL(Q.tasks_claim), params)
+        psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + psycopg.sql.SQL(Q.tasks_claim), params
+    )
     plan = (await cur.fetchone())["QUERY PLAN"][0]["Plan"]
     picked = next(n for n in _nodes(plan) if n.get("Subplan Name") == "CTE picked")
     under_picked = list(_nodes(picked))

@@ -85,8 +85,9 @@ async def test_worker_runs_async_and_sync_agents(app: App) -> None:
     ids = [await app.enqueue_async("double", {"n": n}) for n in range(5)]
     sync_id = await app.enqueue_async("threaded", {})
     async with Running(Worker(app, concurrency=4)):
-        await wait_for(lambda: _all(app, ids + [sync_id], TaskStatus.COMPLETED),
-                       what="tasks completed")
+        await wait_for(
+            lambda: _all(app, ids + [sync_id], TaskStatus.COMPLETED), what="tasks completed"
+        )
     task = await app.get_task_async(ids[3])
     assert task.result == {"value": 6}
     (attempt,) = task.attempt_history
@@ -104,8 +105,9 @@ async def test_failures_retry_then_succeed_or_fail(app: App) -> None:
     permanent = await app.enqueue_async("hopeless", {})
     bad_result = await app.enqueue_async("unjsonable", {})
     async with Running(Worker(app, concurrency=4)):
-        await wait_for(lambda: _all(app, [never, permanent, bad_result], TaskStatus.FAILED),
-                       what="failures")
+        await wait_for(
+            lambda: _all(app, [never, permanent, bad_result], TaskStatus.FAILED), what="failures"
+        )
         await wait_for(lambda: _all(app, [recovers], TaskStatus.COMPLETED), what="recovery")
     assert (await app.get_task_async(recovers)).result == 3
     failed = await app.get_task_async(never)
@@ -127,10 +129,10 @@ async def test_throttling_requeues_without_spending_retries(app: App) -> None:
 
 def test_backoff_grows_exponentially_with_jitter_and_a_cap() -> None:
     samples = [backoff(n, 1.0, 60.0) for n in (1, 2, 3, 4) for _ in range(200)]
-    first, second, third, fourth = (samples[i * 200:(i + 1) * 200] for i in range(4))
-    assert 0.5 <= min(first) and max(first) <= 1.0
-    assert 1.0 <= min(second) and max(second) <= 2.0
-    assert 4.0 <= min(fourth) and max(fourth) <= 8.0
+    first, second, third, fourth = (samples[i * 200 : (i + 1) * 200] for i in range(4))
+    assert min(first) >= 0.5 and max(first) <= 1.0
+    assert min(second) >= 1.0 and max(second) <= 2.0
+    assert min(fourth) >= 4.0 and max(fourth) <= 8.0
     assert len(set(third)) > 100, "jittered"
     assert max(backoff(30, 1.0, 60.0) for _ in range(100)) <= 60.0
 
@@ -148,8 +150,7 @@ async def test_cancelling_a_running_task_stops_its_agent(app: App) -> None:
     assert attempt.status == "cancelled" and attempt.late_outcome == "cancelled"
 
 
-async def test_a_lease_taken_away_stops_the_agent_at_the_next_renewal(app: App,
-                                                                      conn: Any) -> None:
+async def test_a_lease_taken_away_stops_the_agent_at_the_next_renewal(app: App, conn: Any) -> None:
     task_id = await app.enqueue_async("blocking", {})
     async with Running(Worker(app, concurrency=1)) as worker:
         await asyncio.wait_for(app.started.wait(), 10)  # type: ignore[attr-defined]
@@ -198,8 +199,11 @@ async def test_a_notify_wakes_an_idle_worker_long_before_the_poll(settings: Sett
     async with Running(Worker(app, concurrency=1)) as worker:
         await asyncio.sleep(0)  # the claimer is now waiting on its (60 s) poll
         task_id = await app.enqueue_async("double", {"n": 1})
-        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), timeout=5,
-                       what="a wake-up by NOTIFY")
+        await wait_for(
+            lambda: _all(app, [task_id], TaskStatus.COMPLETED),
+            timeout=5,
+            what="a wake-up by NOTIFY",
+        )
         assert worker.finished_count == 1
     await app.aclose()
 

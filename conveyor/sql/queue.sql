@@ -38,6 +38,11 @@ SELECT t.id, t.agent, t.idempotency_key
 FROM unnest(%(agents)s::text[], %(idempotency_keys)s::text[]) AS k(agent, idempotency_key)
 JOIN tasks t ON t.agent = k.agent AND t.idempotency_key = k.idempotency_key;
 
+-- name: planner_index_only
+-- For the claim's transaction only: see queue.finish_and_claim() for why.
+SELECT set_config('enable_bitmapscan', 'off', true),
+       set_config('enable_seqscan', 'off', true);
+
 -- name: tasks_claim
 -- Claim up to %(limit)s runnable tasks in one statement. The MATERIALIZED CTE is an
 -- optimisation fence: it makes LIMIT bound the rows locked, and SKIP LOCKED lets claims of
@@ -91,9 +96,10 @@ WITH outcome AS (
     SELECT *
     FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[], %(outcomes)s::text[],
                 %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
-                %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[])
+                %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[],
+                %(started_after)s::float8[])
          AS o(task_id, attempt, outcome, result, error, retry_delay, model,
-              input_tokens, output_tokens)
+              input_tokens, output_tokens, started_after)
 ), decided AS (
     SELECT o.*,
            CASE
@@ -131,6 +137,9 @@ WITH outcome AS (
                      WHEN o.outcome = 'released' THEN 'lost'
                      ELSE o.outcome
                  END,
+        -- A worker may claim a task before a slot is free for it (its prefetch buffer):
+        -- the attempt began when the agent started, not when the task was claimed.
+        started_at = a.started_at + make_interval(secs => o.started_after),
         finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE clock_timestamp() END,
         error = CASE WHEN e.id IS NULL THEN a.error ELSE o.error END,
         late_outcome = CASE WHEN e.id IS NULL THEN coalesce(a.late_outcome, o.outcome) END,
