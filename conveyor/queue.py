@@ -25,6 +25,7 @@ from conveyor.states import AttemptStatus, TaskStatus
 PRIORITY_MIN, PRIORITY_MAX = -32768, 32767
 MAX_PAYLOAD_BYTES = 1 << 20  # large inputs belong in documents, referenced from the payload
 INT32_MAX = 2**31 - 1
+COPY_THRESHOLD = 200  # unkeyed batches this large go by COPY
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,16 +166,22 @@ async def check_agents(conn: Connection, names: Iterable[str], known: set[str]) 
 # Enqueue
 
 
+# One encoder for all: json.dumps() with options builds a new encoder at every call.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def _json_text(value: Any, what: str) -> str:
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidTask(f"{what} is not JSON: {exc}") from None
 
 
 def _run_after(value: datetime | timedelta | float | None) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        if isinstance(value, datetime) and value.tzinfo is None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
             raise InvalidTask("run_after must be timezone-aware (e.g. datetime.now(UTC))")
         return value
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
@@ -187,48 +194,70 @@ def _run_after(value: datetime | timedelta | float | None) -> datetime | None:
     return datetime.now(UTC) + timedelta(seconds=seconds)
 
 
-def _check_int(name: str, value: Any, low: int, high: int, *, optional: bool) -> None:
-    if value is None and optional:
-        return
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidTask(f"{name} must be an integer, not {value!r}")
     if not low <= value <= high:
         raise InvalidTask(f"{name} must be between {low} and {high}, not {value}")
 
 
-def _validate(task: NewTask) -> tuple[Any, ...]:
+def _validate(task: NewTask) -> dict[str, Any]:
+    """Check one task and return it as the JSON object the insert reads."""
     if not isinstance(task.agent, str) or not task.agent:
         raise InvalidTask(f"agent must be a non-empty string, not {task.agent!r}")
-    payload = _json_text({} if task.payload is None else task.payload, "payload")
-    if len(payload) > MAX_PAYLOAD_BYTES:
-        raise InvalidTask(
-            f"payload is {len(payload)} bytes; the limit is {MAX_PAYLOAD_BYTES} "
-            "(store large inputs as documents and reference them)"
-        )
-    _check_int("priority", task.priority, PRIORITY_MIN, PRIORITY_MAX, optional=False)
-    _check_int("estimated_tokens", task.estimated_tokens, 0, INT32_MAX, optional=True)
-    _check_int("max_attempts", task.max_attempts, 1, 1000, optional=True)
+    if task.priority != 0:
+        _check_int("priority", task.priority, PRIORITY_MIN, PRIORITY_MAX)
+    if task.estimated_tokens is not None:
+        _check_int("estimated_tokens", task.estimated_tokens, 0, INT32_MAX)
+    if task.max_attempts is not None:
+        _check_int("max_attempts", task.max_attempts, 1, 1000)
     key = task.idempotency_key
     if key is not None and (not isinstance(key, str) or not 1 <= len(key) <= 255):
         raise InvalidTask("idempotency_key must be a string of 1 to 255 characters")
     if task.tenant is not None and not isinstance(task.tenant, str):
         raise InvalidTask(f"tenant must be a string, not {task.tenant!r}")
-    labels = task.labels or {}
-    if not isinstance(labels, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    labels = task.labels
+    if labels is not None and (
+        not isinstance(labels, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
     ):
         raise InvalidTask("labels must be a mapping of strings to strings")
-    return (
-        task.agent,
-        payload,
-        task.priority,
-        key,
-        task.estimated_tokens,
-        task.max_attempts,
-        _run_after(task.run_after),
-        task.tenant,
-        _json_text(labels, "labels"),
-    )
+    return {
+        "agent": task.agent,
+        "payload": task.payload,
+        "priority": task.priority,
+        "idempotency_key": key,
+        "estimated_tokens": task.estimated_tokens,
+        "max_attempts": task.max_attempts,
+        "run_after": _run_after(task.run_after),
+        "tenant": task.tenant,
+        "labels": labels,
+    }
+
+
+def _batch_json(rows: list[dict[str, Any]]) -> str:
+    """The whole batch as one JSON array: one encoder call in C instead of one per task,
+    and one parameter for PostgreSQL to parse instead of nine long arrays."""
+    rows = [
+        r if r["run_after"] is None else {**r, "run_after": r["run_after"].isoformat()}
+        for r in rows
+    ]
+    try:
+        text = _ENCODER.encode(rows)
+    except (TypeError, ValueError):
+        text = ""
+    if not text or len(text) > MAX_PAYLOAD_BYTES:
+        # Slow path, only for batches with a problem or large payloads: find the task.
+        for n, row in enumerate(rows):
+            what = "the payload" if len(rows) == 1 else f"the payload of task {n}"
+            payload = _json_text(row["payload"], what)
+            if len(payload) > MAX_PAYLOAD_BYTES:
+                raise InvalidTask(
+                    f"{what} is {len(payload)} bytes; the limit is "
+                    f"{MAX_PAYLOAD_BYTES} (store large inputs as documents and reference them)"
+                )
+        text = text or _json_text(rows, "a task")
+    return text
 
 
 async def enqueue_many(
@@ -243,48 +272,108 @@ async def enqueue_many(
     if not tasks:
         return []
     rows = [_validate(t) for t in tasks]
-    await check_agents(conn, (r[0] for r in rows), known_agents)
-    columns = list(zip(*rows, strict=True))
-    cur = await conn.execute(
-        Q.tasks_enqueue,
-        {
-            "agents": list(columns[0]),
-            "payloads": list(columns[1]),
-            "priorities": list(columns[2]),
-            "idempotency_keys": list(columns[3]),
-            "estimated_tokens": list(columns[4]),
-            "max_attempts": list(columns[5]),
-            "run_after": list(columns[6]),
-            "tenants": list(columns[7]),
-            "labels": list(columns[8]),
-        },
-    )
+    if len(rows) >= COPY_THRESHOLD and not any(r["idempotency_key"] for r in rows):
+        return await _copy(conn, rows, known_agents)
+    batch = _batch_json(rows)
+    await check_agents(conn, {r["agent"] for r in rows}, known_agents)
+    cur = await conn.execute(Q.tasks_enqueue, {"tasks": batch})
     inserted = await cur.fetchall()
     if len(inserted) == len(rows):
         return [row["id"] for row in inserted]
     return await _ids_in_input_order(conn, rows, inserted)
 
 
+async def _copy(conn: Connection, rows: list[dict[str, Any]], known_agents: set[str]) -> list[int]:
+    """Insert a large batch without idempotency keys by COPY, in one transaction.
+
+    The rows are written in COPY's text format by hand: JSON text needs only its
+    backslashes doubled, and formatting a line is several times cheaper than passing each
+    value through a dumper.
+    """
+    payloads = []
+    for n, row in enumerate(rows):
+        payload = _json_text(
+            {} if row["payload"] is None else row["payload"], f"the payload of task {n}"
+        )
+        if len(payload) > MAX_PAYLOAD_BYTES:
+            raise InvalidTask(
+                f"the payload of task {n} is {len(payload)} bytes; the limit is "
+                f"{MAX_PAYLOAD_BYTES} (store large inputs as documents and reference them)"
+            )
+        payloads.append(payload)
+    agents = sorted({r["agent"] for r in rows})
+    async with conn.transaction():
+        cur = await conn.execute(Q.tasks_reserve_ids, {"n": len(rows), "agents": agents})
+        reserved = await cur.fetchone()
+        assert reserved is not None
+        defaults = reserved["max_attempts"] or {}
+        missing = [a for a in agents if a not in defaults]
+        if missing:
+            raise UnknownAgent(missing)
+        known_agents.update(agents)
+        ids, now = reserved["ids"], reserved["now"].isoformat()
+        async with conn.cursor().copy(Q.tasks_copy) as copy:
+            lines = []
+            for task_id, row, payload in zip(ids, rows, payloads, strict=True):
+                lines.append(_copy_line(task_id, row, payload, defaults, now))
+                if len(lines) == 1000:
+                    await copy.write("".join(lines))
+                    lines.clear()
+            await copy.write("".join(lines))
+    return list(ids)
+
+
+def _copy_line(
+    task_id: int, row: dict[str, Any], payload: str, defaults: dict[str, int], now: str
+) -> str:
+    """One row of COPY text format: tab-separated, \\N for NULL, backslashes doubled."""
+    run_after = row["run_after"]
+    labels = row["labels"]
+    fields = (
+        str(task_id),
+        row["agent"],  # a registered agent name: letters, digits and _.:- only
+        payload.replace("\\", "\\\\"),
+        str(row["priority"]),
+        _copy_opt(row["estimated_tokens"]),
+        str(row["max_attempts"] or defaults[row["agent"]]),
+        run_after.isoformat() if run_after else now,
+        _copy_text(row["tenant"]),
+        "{}" if labels is None else _json_text(labels, "labels").replace("\\", "\\\\"),
+    )
+    return "\t".join(fields) + "\n"
+
+
+def _copy_opt(value: int | None) -> str:
+    return "\\N" if value is None else str(value)
+
+
+def _copy_text(value: str | None) -> str:
+    if value is None:
+        return "\\N"
+    return value.translate(_COPY_ESCAPES)
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
 async def _ids_in_input_order(
-    conn: Connection, rows: list[tuple[Any, ...]], inserted: list[DictRow]
+    conn: Connection, rows: list[dict[str, Any]], inserted: Sequence[dict[str, Any]]
 ) -> list[int]:
     """Match returned ids to the input when some tasks were already there (same key)."""
     unkeyed = iter(r["id"] for r in inserted if r["idempotency_key"] is None)
     by_key = {(r["agent"], r["idempotency_key"]): r["id"] for r in inserted if r["idempotency_key"]}
-    missing = sorted({(r[0], r[3]) for r in rows if r[3] is not None} - by_key.keys())
+    wanted = {(r["agent"], r["idempotency_key"]) for r in rows if r["idempotency_key"]}
+    missing = sorted(wanted - by_key.keys())
     if missing:
         agents, keys = zip(*missing, strict=True)
         cur = await conn.execute(
             Q.tasks_by_idempotency_key, {"agents": list(agents), "idempotency_keys": list(keys)}
         )
         by_key |= {(r["agent"], r["idempotency_key"]): r["id"] for r in await cur.fetchall()}
-    ids = []
-    for row in rows:
-        if row[3] is None:
-            ids.append(next(unkeyed))
-        else:
-            ids.append(by_key[(row[0], row[3])])
-    return ids
+    return [
+        by_key[(r["agent"], r["idempotency_key"])] if r["idempotency_key"] else next(unkeyed)
+        for r in rows
+    ]
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,16 +1,17 @@
 """Configuration, read from the environment (the CLI's flags override it).
 
-| variable                    | default                         | meaning                                  |
-|-----------------------------|---------------------------------|------------------------------------------|
-| CONVEYOR_DATABASE_URL       | unset: embedded PostgreSQL      | a PostgreSQL URL                         |
-| CONVEYOR_HOME               | ~/.conveyor (root: /var/lib/conveyor) | local state: embedded database, documents |
-| CONVEYOR_API_TOKEN          | unset                           | bearer token for the HTTP API            |
-| CONVEYOR_POLL_INTERVAL      | 1.0                             | seconds between polls when idle          |
-| CONVEYOR_LISTEN             | 1                               | 0: no LISTEN/NOTIFY (transaction poolers) |
-| CONVEYOR_SWEEP_INTERVAL     | 2.0                             | seconds between sweeps for expired leases |
-| CONVEYOR_SHUTDOWN_TIMEOUT   | 30                              | seconds running tasks get to finish on SIGTERM |
-| CONVEYOR_PRUNE_AFTER        | unset: keep everything          | e.g. 30d: workers delete older finished tasks |
-| CONVEYOR_LOG_FORMAT         | text                            | text or json                             |
+CONVEYOR_DATABASE_URL      a PostgreSQL URL; unset: an embedded server under CONVEYOR_HOME
+CONVEYOR_HOME              local state (embedded database, documents);
+                           default ~/.conveyor, or /var/lib/conveyor for root
+CONVEYOR_API_TOKEN         bearer token for the HTTP API; unset: no authentication
+CONVEYOR_POLL_INTERVAL     seconds between polls of an idle worker (default 1)
+CONVEYOR_LISTEN            0 turns LISTEN/NOTIFY off, behind a transaction pooler (default 1)
+CONVEYOR_SWEEP_INTERVAL    seconds between sweeps for expired leases (default 2)
+CONVEYOR_SHUTDOWN_TIMEOUT  seconds running tasks get to finish on SIGTERM (default 30)
+CONVEYOR_PRUNE_AFTER       e.g. 30d: workers delete tasks finished longer ago (default: keep)
+CONVEYOR_LOG_FORMAT        text or json (default text)
+
+Durations accept a unit: 500ms, 45s, 10m, 12h, 30d.
 """
 
 from __future__ import annotations

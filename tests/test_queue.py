@@ -42,7 +42,7 @@ async def test_claim_takes_priority_first_then_fifo(app: App, conn: Any) -> None
     mid = await app.enqueue_async("a", {}, priority=5)
     await app.enqueue_async("other", {}, priority=100)
     claimed = [t.id for t in await claim(conn, limit=100)]
-    assert claimed == high + [mid] + low
+    assert claimed == [*high, mid, *low]
 
 
 async def test_claim_marks_processing_with_a_lease_and_an_attempt_row(app: App, conn: Any) -> None:

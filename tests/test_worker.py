@@ -86,7 +86,7 @@ async def test_worker_runs_async_and_sync_agents(app: App) -> None:
     sync_id = await app.enqueue_async("threaded", {})
     async with Running(Worker(app, concurrency=4)):
         await wait_for(
-            lambda: _all(app, ids + [sync_id], TaskStatus.COMPLETED), what="tasks completed"
+            lambda: _all(app, [*ids, sync_id], TaskStatus.COMPLETED), what="tasks completed"
         )
     task = await app.get_task_async(ids[3])
     assert task.result == {"value": 6}

@@ -16,22 +16,41 @@ SET max_attempts = excluded.max_attempts,
 SELECT name FROM agents WHERE name = ANY(%(names)s::text[]);
 
 -- name: tasks_enqueue
--- Insert a batch in input order (ids and created_at then follow that order). A task whose
--- (agent, idempotency_key) already exists is skipped; the caller looks its id up after.
+-- Insert a batch, given as one JSON array of task objects, in input order (ids and
+-- created_at then follow that order). A task whose (agent, idempotency_key) exists
+-- already is skipped; the caller looks its id up after.
 INSERT INTO tasks (agent, payload, priority, idempotency_key, estimated_tokens,
                    max_attempts, run_after, tenant, labels)
-SELECT i.agent, i.payload, i.priority, i.idempotency_key, i.estimated_tokens,
+SELECT i.agent, coalesce(i.payload, '{}'), i.priority, i.idempotency_key, i.estimated_tokens,
        coalesce(i.max_attempts, a.max_attempts), coalesce(i.run_after, now()),
        i.tenant, coalesce(i.labels, '{}')
-FROM unnest(%(agents)s::text[], %(payloads)s::text[]::jsonb[], %(priorities)s::smallint[],
-            %(idempotency_keys)s::text[], %(estimated_tokens)s::int[], %(max_attempts)s::int[],
-            %(run_after)s::timestamptz[], %(tenants)s::text[], %(labels)s::text[]::jsonb[])
-     WITH ORDINALITY AS i(agent, payload, priority, idempotency_key, estimated_tokens,
-                          max_attempts, run_after, tenant, labels, ord)
+FROM ROWS FROM (
+         json_to_recordset(%(tasks)s::json)
+         AS (agent text, payload jsonb, priority smallint, idempotency_key text,
+             estimated_tokens int, max_attempts int, run_after timestamptz, tenant text,
+             labels jsonb)
+     ) WITH ORDINALITY AS i(agent, payload, priority, idempotency_key, estimated_tokens,
+                            max_attempts, run_after, tenant, labels, ord)
 JOIN agents a ON a.name = i.agent
 ORDER BY i.ord
 ON CONFLICT (agent, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, agent, idempotency_key;
+
+-- name: tasks_reserve_ids
+-- For a large batch without idempotency keys, which goes straight into tasks by COPY
+-- (several times faster than any parameterised insert): its ids, taken from the identity
+-- sequence in input order, the transaction's now() for its run_after, and the max_attempts
+-- of its agents. COPY writes the ids itself, like INSERT ... OVERRIDING SYSTEM VALUE.
+SELECT array_agg(nextval(pg_get_serial_sequence('tasks', 'id')) ORDER BY g) AS ids,
+       now() AS now,
+       (SELECT json_object_agg(name, max_attempts) FROM agents
+        WHERE name = ANY(%(agents)s::text[])) AS max_attempts
+FROM generate_series(1, %(n)s) AS g;
+
+-- name: tasks_copy
+COPY tasks (id, agent, payload, priority, estimated_tokens, max_attempts, run_after,
+            tenant, labels)
+FROM STDIN;
 
 -- name: tasks_by_idempotency_key
 SELECT t.id, t.agent, t.idempotency_key
