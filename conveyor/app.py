@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from conveyor import queue
 from conveyor.db.migrate import migrate
@@ -26,6 +26,7 @@ from conveyor.task import Task
 
 T = TypeVar("T")
 AgentFunction = Callable[[Task], Any]
+F = TypeVar("F", bound=AgentFunction)
 
 
 @dataclass(frozen=True)
@@ -79,15 +80,9 @@ class App:
     # -----------------------------------------------------------------------------------
     # Declaring agents
 
-    @overload
-    def agent(self, name: str, fn: AgentFunction, /, **options: Any) -> AgentSpec: ...
-    @overload
-    def agent(self, name: str, /, **options: Any) -> Callable[[AgentFunction], AgentFunction]: ...
-
     def agent(
         self,
         name: str,
-        fn: AgentFunction | None = None,
         /,
         *,
         max_concurrent: int | None = None,
@@ -97,15 +92,16 @@ class App:
         lease_seconds: float = 60,
         backoff_base: float = 1.0,
         backoff_max: float = 300.0,
-    ) -> Any:
+    ) -> Callable[[F], F]:
         """Declare an agent: `@app.agent("invoice", max_attempts=3)` over an async or plain
-        function taking a Task. Limits declared here are defaults for the database's."""
+        function taking a Task. Limits declared here are defaults for the database's.
+        Without the decorator syntax: `app.agent("invoice")(parse_invoice)`."""
         if not 1 <= max_attempts <= 1000:
             raise InvalidTask("max_attempts must be between 1 and 1000")
         if not 1 <= lease_seconds <= 86400:
             raise InvalidTask("lease_seconds must be between 1 and 86400")
 
-        def register(fn: AgentFunction) -> AgentFunction:
+        def register(fn: F) -> F:
             if name in self.agents:
                 raise InvalidTask(f"agent {name!r} is declared twice")
             self.agents[name] = AgentSpec(
@@ -122,9 +118,6 @@ class App:
             )
             return fn
 
-        if fn is not None:
-            register(fn)
-            return self.agents[name]
         return register
 
     # -----------------------------------------------------------------------------------
@@ -137,6 +130,9 @@ class App:
             if self._url is None:
                 self._url = resolve_url(self.settings)
             return self._url
+
+    def _resolve_url(self) -> str:
+        return self.database_url
 
     async def database(self) -> Database:
         """This loop's pool, opened (and migrated, agents registered) on first use."""
@@ -153,7 +149,7 @@ class App:
         return runtime.db
 
     async def _connect(self) -> _Runtime:
-        url = self._url or await asyncio.to_thread(lambda: self.database_url)
+        url = await asyncio.to_thread(self._resolve_url)
         db = Database(url, max_size=self.pool_size)
         await db.open()
         try:

@@ -335,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         configure(Settings.from_env().log_format, args.log_level)
-        return asyncio.run(args.run(args))
+        code: int = asyncio.run(args.run(args))
+        return code
     except ConveyorError as exc:
         print(f"conveyor: error: {exc}", file=sys.stderr)
         return 1

@@ -35,6 +35,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -89,8 +90,7 @@ class Worker:
         }
         self.id = worker_id or make_worker_id()
         self.held: dict[int, int] = {}
-        self._running: dict[int, asyncio.Task[None]] = {}
-        self._cancel_reason: dict[int, str] = {}
+        self._running: dict[int, _Run] = {}  # by task id
         self._outcomes: list[Outcome] = []
         self._outcome_ready = asyncio.Event()
         self._slot_free = asyncio.Event()
@@ -123,9 +123,8 @@ class Worker:
             self._hand_back_running()
 
     def _hand_back_running(self) -> None:
-        for task_id, task in list(self._running.items()):
-            self._cancel_reason[task_id] = "shutdown"
-            task.cancel()
+        for run in list(self._running.values()):
+            run.stop("shutdown")
 
     @property
     def stopping(self) -> bool:
@@ -192,10 +191,13 @@ class Worker:
                     timeout=self.settings.shutdown_timeout,
                 ),
             )
-            await asyncio.wait(set(self._running.values()), timeout=self.settings.shutdown_timeout)
+            await asyncio.wait(
+                {run.task for run in self._running.values()},
+                timeout=self.settings.shutdown_timeout,
+            )
         self._hand_back_running()
         if self._running:
-            await asyncio.wait(set(self._running.values()))
+            await asyncio.wait({run.task for run in self._running.values()})
 
     # -----------------------------------------------------------------------------------
     # The exchange: outcomes out, new tasks in
@@ -306,6 +308,9 @@ class Worker:
         return self.concurrency + self.prefetch - len(self._running) - len(self._buffer)
 
     def _start(self, claimed: ClaimedTask) -> None:
+        # The database gave us a new attempt at a task we still hold an older attempt of
+        # (its lease was lost and the task came back to us): that older one is over.
+        self._take_away(claimed.id, "taken")
         self.claimed_count += 1
         self.held[claimed.id] = claimed.attempt
         self._buffer.append((claimed, time.monotonic()))
@@ -314,10 +319,11 @@ class Worker:
     def _fill_slots(self) -> None:
         while self._buffer and len(self._running) < self.concurrency and not self.stopping:
             claimed, claimed_at = self._buffer.popleft()
-            self._running[claimed.id] = asyncio.create_task(
+            task = asyncio.create_task(
                 self._run_agent(claimed, time.monotonic() - claimed_at),
                 name=f"conveyor-task-{claimed.id}",
             )
+            self._running[claimed.id] = _Run(claimed.attempt, task)
 
     def _outcome(self, claimed: ClaimedTask, kind: str, **values: Any) -> Outcome:
         return Outcome(task_id=claimed.id, attempt=claimed.attempt, outcome=kind, **values)
@@ -345,7 +351,8 @@ class Worker:
             result = json.dumps(value, allow_nan=False, default=_not_json)
             kind = "succeeded"
         except asyncio.CancelledError:
-            reason = self._cancel_reason.pop(claimed.id, "cancelled")
+            run = self._running.get(claimed.id)
+            reason = run.reason if run and run.attempt == claimed.attempt else None
             kind = "released" if reason == "shutdown" else "cancelled"
             error = RELEASED if kind == "released" else STOPPED
         except Throttled as exc:
@@ -361,7 +368,9 @@ class Worker:
             error = _describe(exc)
             retry_delay = backoff(claimed.charged_attempts, spec.backoff_base, spec.backoff_max)
         finally:
-            self._running.pop(claimed.id, None)
+            run = self._running.get(claimed.id)
+            if run is not None and run.attempt == claimed.attempt:
+                del self._running[claimed.id]
             self._slot_free.set()
         usage = task.usage
         self._report(
@@ -437,16 +446,29 @@ class Worker:
     def _take_away(self, task_id: int, reason: str) -> None:
         """The task is no longer ours (cancelled, or its lease lost): stop its agent, or
         drop it from the buffer. The outcome that follows is fenced off as late."""
-        running = self._running.get(task_id)
-        if running is not None:
-            self._cancel_reason[task_id] = reason
-            running.cancel()
+        run = self._running.get(task_id)
+        if run is not None:
+            run.stop(reason)
             return
         for claimed, _ in self._buffer:
             if claimed.id == task_id:
                 self._buffer.remove((claimed, _))
                 self._report(self._outcome(claimed, "cancelled", error=STOPPED))
                 return
+
+
+@dataclass
+class _Run:
+    """An agent running one attempt, and why it was stopped, if it was."""
+
+    attempt: int
+    task: asyncio.Task[None]
+    reason: str | None = None
+
+    def stop(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            self.task.cancel()
 
 
 RELEASED = "handed back by a worker shutting down"
@@ -456,7 +478,7 @@ STOPPED = "the agent was stopped: the task was cancelled or its lease lost"
 def backoff(failures: int, base: float, cap: float) -> float:
     """Seconds before retry number `failures`: exponential, with jitter so that tasks that
     failed together (an endpoint outage) do not all come back at the same instant."""
-    ceiling = min(cap, base * 2 ** max(0, failures - 1))
+    ceiling = min(cap, base * 2.0 ** max(0, failures - 1))
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 

@@ -87,7 +87,7 @@ async def test_concurrent_idempotent_enqueues_on_separate_connections_make_one_t
     apps = []
     for _ in range(6):
         app = App(settings=settings)
-        app.agent("a", _noop)
+        app.agent("a")(_noop)
         apps.append(app)
     try:
         ids = await asyncio.gather(
@@ -195,7 +195,7 @@ async def test_a_huge_batch_notifies_a_count_instead_of_ids(app: App, database_u
 
 def test_the_plain_methods_work_outside_an_event_loop(settings: Settings) -> None:
     app = App(settings=settings)
-    app.agent("a", _noop)
+    app.agent("a")(_noop)
     try:
         task_id = app.enqueue("a", {"sync": True})
         ids = app.enqueue_many([{"agent": "a", "payload": {"n": 1}}])

@@ -156,7 +156,13 @@ async def test_a_lease_taken_away_stops_the_agent_at_the_next_renewal(app: App, 
         await asyncio.wait_for(app.started.wait(), 10)  # type: ignore[attr-defined]
         await conn.execute("UPDATE tasks SET lease_expires_at = now() - interval '1 s'")
         assert worker.sweeper is not None
-        await wait_for(worker.sweeper.run_once, what="sweep")
+        await worker.sweeper.run_once()  # or the worker's own sweeper got there first
+
+        async def first_attempt_lost() -> bool:
+            task = await app.get_task_async(task_id)
+            return task.attempt_history[0].status == "lost"
+
+        await wait_for(first_attempt_lost, what="the sweep")
         db = await app.database()
         await worker.renew_once(db)
 
@@ -195,7 +201,7 @@ async def _lease_after(conn: Any, task_id: int, before: Any) -> bool:
 
 async def test_a_notify_wakes_an_idle_worker_long_before_the_poll(settings: Settings) -> None:
     app = App(settings=dataclasses.replace(settings, poll_interval=60))
-    app.agent("double", _double)
+    app.agent("double")(_double)
     async with Running(Worker(app, concurrency=1)) as worker:
         await asyncio.sleep(0)  # the claimer is now waiting on its (60 s) poll
         task_id = await app.enqueue_async("double", {"n": 1})
@@ -214,7 +220,7 @@ async def _double(task: Task) -> int:
 
 async def test_without_listen_the_worker_polls(settings: Settings) -> None:
     app = App(settings=dataclasses.replace(settings, listen=False, poll_interval=0.1))
-    app.agent("double", _double)
+    app.agent("double")(_double)
     async with Running(Worker(app, concurrency=1)):
         task_id = await app.enqueue_async("double", {"n": 4})
         await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), what="a poll")

@@ -43,7 +43,7 @@ class Migration:
 
 def available() -> list[Migration]:
     folder = resources.files("conveyor.db").joinpath("migrations")
-    files = sorted(f for f in folder.iterdir() if f.name.endswith(".sql"))
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
     return [Migration(f.name.removesuffix(".sql"), f.read_text()) for f in files]
 
 
@@ -74,7 +74,7 @@ async def migrate(conn: psycopg.AsyncConnection[object]) -> list[str]:
                 continue
             # A whole file in one simple-protocol call (no parameters): it may hold many
             # statements, functions with $$ bodies, and literal % signs.
-            await conn.execute(sql.SQL(migration.text))  # type: ignore[arg-type]
+            await conn.execute(sql.SQL(migration.text))
             await conn.execute(
                 "INSERT INTO conveyor_migrations (name, checksum) VALUES (%s, %s)",
                 (migration.name, migration.checksum),

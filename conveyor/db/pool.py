@@ -127,4 +127,6 @@ def _redact(url: str) -> str:
     except psycopg.ProgrammingError:
         return "<invalid url>"
     info.pop("password", None)
-    return psycopg.conninfo.make_conninfo(**{k: v for k, v in info.items() if v is not None})
+    return psycopg.conninfo.make_conninfo(
+        "", **{k: str(v) for k, v in info.items() if v is not None}
+    )

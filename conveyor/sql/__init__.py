@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from importlib import resources
-from typing import LiteralString, cast
+from typing import LiteralString
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -27,7 +27,7 @@ def query(file: str, name: str) -> LiteralString:
     """The statement `name` of `conveyor/sql/<file>.sql`."""
     try:
         # The text comes from a file in the package, never from input: a literal for psycopg.
-        return cast(LiteralString, _load(file)[name])
+        return _load(file)[name]
     except KeyError:
         raise KeyError(f"no statement {name!r} in {file}.sql") from None
 
