@@ -86,19 +86,27 @@ async def cmd_up(args: argparse.Namespace) -> int:
         f"with concurrency {args.concurrency}; Ctrl-C to stop",
         flush=True,
     )
-    await _run_worker(app, args.concurrency, None)
+    await _run_worker(app, args)
     return 0
 
 
-async def _run_worker(app: App, concurrency: int, agents: list[str] | None) -> None:
-    from conveyor.worker import run_worker
+async def _run_worker(app: App, args: argparse.Namespace) -> None:
+    from conveyor.worker import Worker, run_worker
 
-    await run_worker(app, concurrency=concurrency, agents=agents)
+    try:
+        worker = Worker(
+            app,
+            concurrency=args.concurrency,
+            prefetch=args.prefetch,
+            agents=getattr(args, "agent", None),
+        )
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    await run_worker(worker)
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
-    app = _app(args, args.app)
-    await _run_worker(app, args.concurrency, args.agent or None)
+    await _run_worker(_app(args, args.app), args)
     return 0
 
 
@@ -240,6 +248,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def _duration(text: str) -> str:
     try:
         parse_duration(text)
@@ -270,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("up", cmd_up, "run everything: database, migrations, a worker with the demo agents")
     p.add_argument("--concurrency", type=_positive_int, default=8)
+    p.add_argument("--prefetch", type=_non_negative_int, help="see `conveyor worker --help`")
     p.add_argument(
         "--no-demo",
         dest="demo",
@@ -284,6 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=16,
         help="how many tasks run at once (default 16)",
+    )
+    p.add_argument(
+        "--prefetch",
+        type=_non_negative_int,
+        help="tasks claimed ahead of a free slot, to hide the round trip (default: = concurrency)",
     )
     p.add_argument(
         "--agent",

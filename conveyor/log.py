@@ -63,3 +63,8 @@ def configure(log_format: str = "text", level: int | str = logging.INFO) -> None
     root.handlers[:] = [handler]
     root.setLevel(level)
     root.propagate = False
+    # The driver's pool reports failed reconnections; keep them, in the same format.
+    driver = logging.getLogger("psycopg")
+    driver.handlers[:] = [handler]
+    driver.setLevel(logging.WARNING)
+    driver.propagate = False

@@ -31,8 +31,16 @@ class Sweeper:
         also when another worker's sweeper holds the lock."""
         async with self.db.connection() as conn:
             swept = await queue.sweep_expired(conn)
-        for task_id, status in swept or ():
-            log.warning("lease expired", extra=fields(task_id=task_id, now=status))
+        if swept:
+            failed = [task_id for task_id, status in swept if status == TaskStatus.FAILED]
+            log.warning(
+                "took back tasks whose lease expired",
+                extra=fields(
+                    tasks=len(swept),
+                    failed=len(failed),
+                    ids=",".join(str(t) for t, _ in swept[:20]),
+                ),
+            )
         return swept or []
 
     async def run(self, stop: asyncio.Event) -> None:

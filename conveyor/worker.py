@@ -30,10 +30,11 @@ import json
 import logging
 import os
 import random
+import signal
 import socket
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,7 @@ import psycopg
 from conveyor import queue
 from conveyor.app import AgentSpec, App
 from conveyor.db.pool import TRANSIENT_ERRORS, Database
-from conveyor.errors import PermanentFailure, Throttled
+from conveyor.errors import DatabaseUnavailable, PermanentFailure, Throttled
 from conveyor.listener import Listener
 from conveyor.log import fields
 from conveyor.queue import ClaimedTask, Outcome
@@ -134,7 +135,7 @@ class Worker:
         await self._started.wait()
 
     async def run(self) -> None:
-        db = await self.app.database()
+        db = await self._connect()
         self._db = db
         self.sweeper = Sweeper(db, interval=self.settings.sweep_interval)
         listener = (
@@ -178,6 +179,21 @@ class Worker:
                 await listener.close()
             self._threads.shutdown(wait=False, cancel_futures=True)
             log.info("worker stopped", extra=fields(worker=self.id, finished=self.finished_count))
+
+    async def _connect(self) -> Database:
+        """The App's pool; a worker started before its database waits for it."""
+        delay = 0.5
+        while True:
+            try:
+                return await self.app.database()
+            except DatabaseUnavailable as exc:
+                if self._stop.is_set():
+                    raise
+                log.warning(
+                    "waiting for the database", extra=fields(error=str(exc), retry_in=delay)
+                )
+                await _first(asyncio.sleep(delay), self._stop.wait())
+                delay = min(10.0, delay * 2)
 
     async def _drain(self) -> None:
         """After stop(): wait for running agents until the deadline, then hand the rest
@@ -510,39 +526,24 @@ async def _first(*aws: Awaitable[Any], within: float | None = None) -> None:
                 await t
 
 
-async def run_worker(
-    app: App,
-    *,
-    concurrency: int,
-    agents: list[str] | None = None,
-    install_signals: bool = True,
-    ready: Callable[[Worker], None] | None = None,
-) -> None:
-    """Run a worker until SIGTERM/SIGINT (a second signal hands running tasks back at once)."""
-    import signal
-
-    worker = Worker(app, concurrency=concurrency, agents=agents)
+async def run_worker(worker: Worker) -> None:
+    """Run a worker until SIGTERM or SIGINT; a second signal hands running tasks back at once."""
     loop = asyncio.get_running_loop()
-    if install_signals:
 
-        def on_signal(signum: int) -> None:
-            again = worker.stopping
-            if again:
-                log.warning("second signal: handing running tasks back now")
-            else:
-                log.info(
-                    "signal received, draining", extra=fields(signal=signal.Signals(signum).name)
-                )
-            worker.stop(now=again)
+    def on_signal(signum: int) -> None:
+        again = worker.stopping
+        if again:
+            log.warning("second signal: handing running tasks back now")
+        else:
+            log.info("signal received, draining", extra=fields(signal=signal.Signals(signum).name))
+        worker.stop(now=again)
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, on_signal, sig)
-    runner = asyncio.create_task(worker.run())
-    if ready is not None:
-        await _first(worker.wait_started(), runner)
-        ready(worker)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
-        await runner
+        await worker.run()
     finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
         with contextlib.suppress(psycopg.Error):
-            await app.aclose()
+            await worker.app.aclose()

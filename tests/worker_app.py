@@ -27,3 +27,10 @@ async def slow_first(task: Task) -> dict[str, int]:
 async def sleepy(task: Task) -> dict[str, int]:
     await asyncio.sleep(float(task.payload.get("seconds", 0.01)))
     return {"pid": os.getpid()}
+
+
+@app.agent("chaos", lease_seconds=2, max_attempts=50)
+async def chaos(task: Task) -> dict[str, int]:
+    """A short task, for the chaos run: workers die around it at random."""
+    await asyncio.sleep(float(task.payload.get("seconds", 0.002)))
+    return {"pid": os.getpid(), "attempt": task.attempt}

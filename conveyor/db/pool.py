@@ -65,6 +65,16 @@ class Database:
         )
 
     async def open(self, timeout: float = 30.0) -> None:
+        # One plain connection first: the pool would retry a refused connection or a wrong
+        # password silently until its timeout, while this fails at once and says why.
+        try:
+            probe = await psycopg.AsyncConnection.connect(self.url, connect_timeout=10)
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise DatabaseUnavailable(
+                f"cannot connect to PostgreSQL at {_redact(self.url)}: {reason}"
+            ) from None
+        await probe.close()
         try:
             await self.pool.open(wait=True, timeout=timeout)
         except PoolTimeout as exc:

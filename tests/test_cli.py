@@ -1,0 +1,180 @@
+"""The `conveyor` command, run as a user runs it: a real process, its output, its exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import wait_for
+from tests.processes import ROOT
+
+
+def conveyor(
+    *args: str, url: str | None, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    environment.pop("CONVEYOR_DATABASE_URL", None)
+    if url:
+        environment["CONVEYOR_DATABASE_URL"] = url
+    return subprocess.run(
+        [sys.executable, "-m", "conveyor.cli", *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def test_help_lists_every_command() -> None:
+    out = conveyor("--help", url=None).stdout
+    for command in (
+        "up",
+        "worker",
+        "migrate",
+        "enqueue",
+        "tasks",
+        "task",
+        "cancel",
+        "retry",
+        "prune",
+    ):
+        assert command in out
+
+
+def test_migrate_is_idempotent(database_url: str) -> None:
+    first = conveyor("migrate", url=database_url)
+    assert first.returncode == 0 and "up to date" in first.stdout
+    assert conveyor("migrate", url=database_url).returncode == 0
+
+
+def test_enqueue_show_cancel_retry(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO agents (name) VALUES ('invoice')")
+    enqueued = conveyor(
+        "enqueue", "invoice", '{"doc": "a.pdf"}', "--priority", "3", url=database_url
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    task_id = enqueued.stdout.strip()
+    shown = json.loads(conveyor("task", task_id, url=database_url).stdout)
+    assert shown["payload"] == {"doc": "a.pdf"} and shown["priority"] == 3
+    listed = conveyor("tasks", "--status", "enqueued", url=database_url).stdout
+    assert task_id in listed and "invoice" in listed
+    assert "cancelled" in conveyor("cancel", task_id, url=database_url).stdout
+    assert "enqueued" in conveyor("retry", task_id, url=database_url).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["enqueue", "nobody", "{}"], "unknown agent 'nobody'"),
+        (["enqueue", "invoice", "{not json"], "the payload is not JSON"),
+        (["enqueue", "invoice", "{}", "--priority", "99999"], "priority must be between"),
+        (["task", "999999"], "no task with id 999999"),
+        (["retry", "999999"], "no task with id 999999"),
+        (["worker", "--app", "no_such_module:app"], "cannot import 'no_such_module'"),
+        (["worker", "--app", "tests.worker_app"], "--app must look like MODULE:APP"),
+        (["worker", "--app", "tests.worker_app:nope"], "is not a conveyor.App"),
+        (["worker", "--app", "tests.worker_app:app", "--agent", "ghost"], "declares no agent"),
+    ],
+)
+def test_bad_input_is_a_clear_message_and_a_nonzero_exit(
+    database_url: str, args: list[str], message: str
+) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO agents (name) VALUES ('invoice') ON CONFLICT DO NOTHING")
+    result = conveyor(*args, url=database_url)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["prune", "--older-than", "soon"],
+        ["worker", "--app", "x:y", "--concurrency", "0"],
+        ["tasks", "--status", "running"],
+        ["nonsense"],
+    ],
+)
+def test_bad_arguments_are_refused_by_the_parser(args: list[str]) -> None:
+    result = conveyor(*args, url="postgresql://unused")
+    assert result.returncode == 2 and "usage:" in result.stderr
+
+
+def test_an_unreachable_database_is_a_clear_error() -> None:
+    result = conveyor("tasks", url="postgresql://postgres@127.0.0.1:1/none", timeout=90)
+    assert result.returncode == 1
+    assert "cannot connect to PostgreSQL" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_prune_deletes_old_finished_tasks(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO agents (name) VALUES ('a')")
+        conn.execute(
+            "INSERT INTO tasks (agent, status, finished_at) VALUES"
+            " ('a', 'completed', now() - interval '40 days'),"
+            " ('a', 'completed', now() - interval '1 day')"
+        )
+    result = conveyor("prune", "--older-than", "30d", url=database_url)
+    assert result.returncode == 0 and "deleted 1 " in result.stdout
+
+
+async def test_up_runs_the_demo_on_an_embedded_database_and_stops_cleanly() -> None:
+    """The Quickstart's main command, on a machine with no CONVEYOR_DATABASE_URL."""
+    home = Path(tempfile.mkdtemp(prefix="conveyor-home-"))
+    home.chmod(0o755)  # the embedded server runs as its own user: it must get in
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CONVEYOR_HOME": str(home)}
+    env.pop("CONVEYOR_DATABASE_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "conveyor.cli", "up"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        port = await wait_for(lambda: _port(home), timeout=60, what="the embedded server")
+        url = (
+            f"postgresql://postgres:{(home / 'postgres' / 'password').read_text().strip()}"
+            f"@127.0.0.1:{port}/postgres"
+        )
+
+        async def demo_finished() -> Any:
+            try:
+                async with await psycopg.AsyncConnection.connect(url) as conn:
+                    cur = await conn.execute(
+                        "SELECT count(*) FILTER (WHERE status = 'completed'), count(*) FROM tasks"
+                    )
+                    done, total = await cur.fetchone()  # type: ignore[misc]
+                    return total > 0 and done == total
+            except psycopg.Error:
+                return False
+
+        await wait_for(demo_finished, timeout=60, what="the demo tasks")
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "embedded PostgreSQL" in out and "enqueued 9 demo tasks" in out
+    assert "worker stopped" in out
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(url, connect_timeout=2)  # the embedded server stopped with it
+
+
+def _port(home: Path) -> int | None:
+    path = home / "postgres" / "port"
+    return int(path.read_text()) if path.exists() and path.read_text().strip() else None
