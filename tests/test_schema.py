@@ -145,10 +145,16 @@ async def test_claim_follows_the_dequeue_index(conn: Any) -> None:
     plan = (await cur.fetchone())["QUERY PLAN"][0]["Plan"]
     picked = next(n for n in _nodes(plan) if n.get("Subplan Name") == "CTE picked")
     under_picked = list(_nodes(picked))
-    assert [n["Node Type"] for n in under_picked[:2]] == ["Limit", "LockRows"]
-    assert any(n.get("Index Name") == "tasks_dequeue_idx" for n in under_picked), picked
-    # The index yields the claim order: no sort, no sequential scan under the lock.
-    assert not {"Sort", "Seq Scan", "Incremental Sort"} & {n["Node Type"] for n in under_picked}
+    table_scans = [n for n in under_picked if n.get("Relation Name") == "tasks"]
+    assert [n["Node Type"] for n in table_scans] == ["Index Scan"], picked
+    assert table_scans[0]["Index Name"] == "tasks_dequeue_idx"
+    assert "agent" in table_scans[0]["Index Cond"], "one agent's range of the index only"
+    # The index yields each agent's claim order: below the lock, nothing is sorted. The only
+    # sort merges the agents' heads (at most agents x limit rows).
+    lock = next(n for n in under_picked if n["Node Type"] == "LockRows")
+    assert not {"Sort", "Incremental Sort", "Seq Scan", "Bitmap Heap Scan"} & {
+        n["Node Type"] for n in _nodes(lock)
+    }
 
 
 def _nodes(plan: dict[str, Any]) -> Any:

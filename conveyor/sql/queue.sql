@@ -63,21 +63,29 @@ SELECT set_config('enable_bitmapscan', 'off', true),
        set_config('enable_seqscan', 'off', true);
 
 -- name: tasks_claim
--- Claim up to %(limit)s runnable tasks in one statement. The MATERIALIZED CTE is an
--- optimisation fence: it makes LIMIT bound the rows locked, and SKIP LOCKED lets claims of
--- other workers pass each other instead of queueing on the same first rows. The scan
--- follows tasks_dequeue_idx (priority DESC, created_at, id) over enqueued rows only.
--- The attempt rows are written by the same statement, so a claim and its attempt exist
+-- Claim up to %(limit)s runnable tasks of the given agents in one statement.
+-- For each agent, the lateral subquery walks tasks_dequeue_idx (agent, priority DESC,
+-- created_at, id) from the front and locks at most %(limit)s rows; SKIP LOCKED lets claims
+-- of other workers pass each other instead of queueing on the same first rows. The best
+-- %(limit)s of those are claimed; the others are unlocked at commit, a few ms later. The
+-- MATERIALIZED CTE is an optimisation fence, so that the LIMITs bound the rows locked.
+-- The attempt rows are written by the same statement: a claim and its attempt exist
 -- together or not at all.
 WITH picked AS MATERIALIZED (
-    SELECT id
-    FROM tasks
-    WHERE status = 'enqueued'
-      AND run_after <= now()
-      AND agent = ANY(%(agents)s::text[])
-    ORDER BY priority DESC, created_at, id
+    SELECT c.id
+    FROM unnest(%(agents)s::text[]) AS a(name)
+    CROSS JOIN LATERAL (
+        SELECT id, priority, created_at
+        FROM tasks
+        WHERE status = 'enqueued'
+          AND agent = a.name
+          AND run_after <= now()
+        ORDER BY priority DESC, created_at, id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) c
+    ORDER BY c.priority DESC, c.created_at, c.id
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE tasks t
     SET status = 'processing',

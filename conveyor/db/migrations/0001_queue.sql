@@ -39,9 +39,10 @@ CREATE TABLE tasks (
     finished_at       timestamptz
 );
 
--- The dequeue order. Partial, so it only holds the (usually few) enqueued rows and stays
--- small and hot however many finished tasks the table keeps.
-CREATE INDEX tasks_dequeue_idx ON tasks (priority DESC, created_at, id)
+-- The dequeue order, per agent. Partial, so it only holds the enqueued rows and stays small
+-- and hot however many finished tasks the table keeps. Agent first, so that a claim for one
+-- agent never walks over the backlog of another (one nobody works on, or one at its limit).
+CREATE INDEX tasks_dequeue_idx ON tasks (agent, priority DESC, created_at, id)
     WHERE status = 'enqueued';
 
 -- Running tasks, for the sweeper (expired leases), lease renewal and a worker's own rows.
