@@ -105,6 +105,7 @@ class Worker:
         self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="conveyor-agent")
         self._db: Database | None = None
         self.sweeper: Sweeper | None = None
+        self.pruner: Pruner | None = None
         # Counters, for tests and logs.
         self.claimed_count = 0
         self.finished_count = 0
@@ -151,8 +152,10 @@ class Worker:
             background.append(asyncio.create_task(listener.run(), name="conveyor-listener"))
             await listener.wait_listening(timeout=5.0)
         if self.settings.prune_after:
-            pruner = Pruner(db, older_than=self.settings.prune_after)
-            background.append(asyncio.create_task(pruner.run(self._stop), name="conveyor-pruner"))
+            self.pruner = Pruner(db, older_than=self.settings.prune_after)
+            background.append(
+                asyncio.create_task(self.pruner.run(self._stop), name="conveyor-pruner")
+            )
         log.info(
             "worker started",
             extra=fields(

@@ -266,3 +266,19 @@ async def test_orphans_of_a_lost_claim_are_released(app: App, conn: Any) -> None
     released = await queue.sweep(conn, orphans_of="me", keep=[held])
     assert released == [(orphan, TaskStatus.ENQUEUED)]
     assert await status_of(app, held) == TaskStatus.PROCESSING
+
+
+async def test_a_worker_prunes_old_finished_tasks_when_asked(settings: Settings, conn: Any) -> None:
+    app = App(settings=dataclasses.replace(settings, prune_after=3600))
+    app.agent("double")(_double)
+    old, recent = [await app.enqueue_async("double", {"n": n}) for n in (1, 2)]
+    async with Running(Worker(app, concurrency=2)) as worker:
+        await wait_for(lambda: _all(app, [old, recent], TaskStatus.COMPLETED), what="both done")
+        await conn.execute(
+            "UPDATE tasks SET finished_at = now() - interval '2 hours' WHERE id = %s", (old,)
+        )
+        assert worker.pruner is not None
+        assert await worker.pruner.run_once() == 1
+    cur = await conn.execute("SELECT id FROM tasks")
+    assert [r["id"] for r in await cur.fetchall()] == [recent]
+    await app.aclose()
