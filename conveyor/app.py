@@ -8,6 +8,7 @@ background thread, so there is one implementation of everything.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import threading
 import weakref
@@ -41,6 +42,19 @@ class AgentSpec:
     max_rpm: int | None = None
     backoff_base: float = 1.0  # seconds before the first retry; doubles with each failure
     backoff_max: float = 300.0
+    window_seconds: float = 60.0
+    estimate_tokens: Callable[[Any], int] | None = None
+
+    def registration(self) -> queue.AgentRegistration:
+        return queue.AgentRegistration(
+            name=self.name,
+            max_attempts=self.max_attempts,
+            lease_seconds=self.lease_seconds,
+            max_concurrent=self.max_concurrent,
+            max_tpm=self.max_tpm,
+            max_rpm=self.max_rpm,
+            window_seconds=self.window_seconds,
+        )
 
 
 @dataclass
@@ -92,14 +106,31 @@ class App:
         lease_seconds: float = 60,
         backoff_base: float = 1.0,
         backoff_max: float = 300.0,
+        window_seconds: float = 60.0,
+        estimate_tokens: Callable[[Any], int] | None = None,
     ) -> Callable[[F], F]:
         """Declare an agent: `@app.agent("invoice", max_attempts=3)` over an async or plain
-        function taking a Task. Limits declared here are defaults for the database's.
-        Without the decorator syntax: `app.agent("invoice")(parse_invoice)`."""
+        function taking a Task. Without the decorator: `app.agent("invoice")(parse_invoice)`.
+
+        `max_concurrent`, `max_tpm` and `max_rpm` (tokens and requests per rolling window of
+        `window_seconds`) are defaults: the database's values win once an operator sets
+        them. `estimate_tokens(payload)` gives the tokens a task reserves when it is
+        enqueued without `estimated_tokens`; without either, a task reserves the agent's
+        recent average usage.
+        """
         if not 1 <= max_attempts <= 1000:
             raise InvalidTask("max_attempts must be between 1 and 1000")
         if not 1 <= lease_seconds <= 86400:
             raise InvalidTask("lease_seconds must be between 1 and 86400")
+        for limit_name, limit in (
+            ("max_concurrent", max_concurrent),
+            ("max_tpm", max_tpm),
+            ("max_rpm", max_rpm),
+        ):
+            if limit is not None and not 1 <= limit <= 2**31 - 1:
+                raise InvalidTask(f"{limit_name} must be a positive integer or None")
+        if not 0 < window_seconds <= 86400:
+            raise InvalidTask("window_seconds must be between 0 and 86400")
 
         def register(fn: F) -> F:
             if name in self.agents:
@@ -115,6 +146,8 @@ class App:
                 max_rpm=max_rpm,
                 backoff_base=backoff_base,
                 backoff_max=backoff_max,
+                window_seconds=float(window_seconds),
+                estimate_tokens=estimate_tokens,
             )
             return fn
 
@@ -157,8 +190,7 @@ class App:
                 if self.auto_migrate:
                     await migrate(conn)
                 await queue.register_agents(
-                    conn,
-                    [(s.name, s.max_attempts, s.lease_seconds) for s in self.agents.values()],
+                    conn, [spec.registration() for spec in self.agents.values()]
                 )
         except BaseException:
             await db.close()
@@ -222,7 +254,7 @@ class App:
 
     async def enqueue_many_async(self, tasks: Iterable[NewTask | dict[str, Any]]) -> list[int]:
         """Enqueue many tasks in one round trip; ids come back in the same order."""
-        batch = [t if isinstance(t, NewTask) else _new_task(t) for t in tasks]
+        batch = [self._estimated(t if isinstance(t, NewTask) else _new_task(t)) for t in tasks]
         runtime = await self._runtime()
         async with runtime.db.connection() as conn:
             return await queue.enqueue_many(conn, batch, known_agents=runtime.known_agents)
@@ -273,6 +305,17 @@ class App:
         if self._portal is None:
             self._portal = _Portal()
         return self._portal.call(coro)
+
+    def _estimated(self, task: NewTask) -> NewTask:
+        """The task with its token estimate from the agent's estimator, if it has one."""
+        spec = self.agents.get(task.agent)
+        if task.estimated_tokens is not None or spec is None or spec.estimate_tokens is None:
+            return task
+        try:
+            estimate = spec.estimate_tokens(task.payload)
+        except Exception as exc:
+            raise InvalidTask(f"the token estimator of agent {task.agent!r} failed: {exc}") from exc
+        return dataclasses.replace(task, estimated_tokens=int(estimate))
 
 
 def _new_task(values: dict[str, Any]) -> NewTask:

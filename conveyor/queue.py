@@ -60,6 +60,7 @@ class ClaimedTask:
     labels: dict[str, str]
     created_at: datetime
     lease_expires_at: datetime
+    reserved_tokens: int = 0
 
     @property
     def charged_attempts(self) -> int:
@@ -81,6 +82,7 @@ class Outcome:
     input_tokens: int | None = None
     output_tokens: int | None = None
     started_after: float = 0.0  # seconds the claimed task waited in the worker's buffer
+    agent: str | None = None  # for the worker's own bookkeeping (throttling); not written
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,15 +140,88 @@ class TaskRecord:
 # Agents
 
 
-async def register_agents(conn: Connection, agents: Sequence[tuple[str, int, float]]) -> None:
-    """Upsert (name, max_attempts, lease_seconds) for each agent an App declares."""
+@dataclass(frozen=True, slots=True)
+class AgentRegistration:
+    """What an App tells the database about an agent it declares."""
+
+    name: str
+    max_attempts: int = 3
+    lease_seconds: float = 60.0
+    max_concurrent: int | None = None
+    max_tpm: int | None = None
+    max_rpm: int | None = None
+    window_seconds: float = 60.0
+
+
+async def register_agents(conn: Connection, agents: Sequence[AgentRegistration]) -> None:
+    """Upsert the agents an App declares, in name order (the order claims lock them in)."""
     if not agents:
         return
-    names, max_attempts, leases = zip(*agents, strict=True)
+    ordered = sorted(agents, key=lambda a: a.name)
     await conn.execute(
         Q.agents_register,
-        {"names": list(names), "max_attempts": list(max_attempts), "lease_seconds": list(leases)},
+        {
+            "names": [a.name for a in ordered],
+            "max_attempts": [a.max_attempts for a in ordered],
+            "lease_seconds": [a.lease_seconds for a in ordered],
+            "max_concurrent": [a.max_concurrent for a in ordered],
+            "max_tpm": [a.max_tpm for a in ordered],
+            "max_rpm": [a.max_rpm for a in ordered],
+            "window_seconds": [a.window_seconds for a in ordered],
+        },
     )
+
+
+async def set_limits(
+    conn: Connection,
+    agent: str,
+    *,
+    max_concurrent: int | None = None,
+    max_tpm: int | None = None,
+    max_rpm: int | None = None,
+    window_seconds: float | None = None,
+) -> None:
+    """Set an agent's limits as an operator: None keeps a value, 0 removes that limit."""
+    for name, value in (
+        ("max_concurrent", max_concurrent),
+        ("max_tpm", max_tpm),
+        ("max_rpm", max_rpm),
+    ):
+        if value is not None:
+            _check_int(name, value, 0, INT32_MAX)
+    if window_seconds is not None and not 0 < window_seconds <= 86400:
+        raise InvalidTask("the window must be between 0 and 86400 seconds")
+    cur = await conn.execute(
+        Q.agents_set_limits,
+        {
+            "name": agent,
+            "max_concurrent": max_concurrent,
+            "max_tpm": max_tpm,
+            "max_rpm": max_rpm,
+            "window_seconds": window_seconds,
+        },
+    )
+    if await cur.fetchone() is None:
+        raise UnknownAgent([agent])
+
+
+async def reset_limits(conn: Connection, agent: str) -> None:
+    """Back to the limits declared in code; forget what throttling taught."""
+    cur = await conn.execute(Q.agents_reset_limits, {"name": agent})
+    if await cur.fetchone() is None:
+        raise UnknownAgent([agent])
+
+
+async def agent_limits(conn: Connection) -> list[DictRow]:
+    """Every agent's limits, the throttling state, and the current window's usage."""
+    cur = await conn.execute(Q.agents_limits)
+    return await cur.fetchall()
+
+
+async def report_throttled(conn: Connection, agents: Iterable[str]) -> list[DictRow]:
+    """The endpoint throttled these agents: shrink their budgets (once per cooldown)."""
+    cur = await conn.execute(Q.agents_throttled, {"agents": sorted(set(agents))})
+    return await cur.fetchall()
 
 
 async def check_agents(conn: Connection, names: Iterable[str], known: set[str]) -> None:
@@ -381,9 +456,16 @@ async def _ids_in_input_order(
 
 
 async def claim(
-    conn: Connection, *, worker_id: str, agents: Sequence[str], limit: int
+    conn: Connection,
+    *,
+    worker_id: str,
+    agents: Sequence[str],
+    limit: int,
+    limited_limit: int | None = None,
 ) -> list[ClaimedTask]:
-    _, claimed = await finish_and_claim(conn, [], worker_id=worker_id, agents=agents, limit=limit)
+    _, claimed = await finish_and_claim(
+        conn, [], worker_id=worker_id, agents=agents, limit=limit, limited_limit=limited_limit
+    )
     return claimed
 
 
@@ -401,8 +483,12 @@ async def finish_and_claim(
     worker_id: str,
     agents: Sequence[str],
     limit: int,
+    limited_limit: int | None = None,
 ) -> tuple[list[FinishResult], list[ClaimedTask]]:
     """End attempts and claim new tasks in one transaction and one round trip.
+
+    At most `limit` tasks are claimed, of which at most `limited_limit` (default: `limit`)
+    of agents with limits.
 
     A busy worker swaps finished tasks for new ones at every exchange, so one commit (one
     WAL flush) serves both, and the batches are as large as what finished meanwhile.
@@ -422,7 +508,13 @@ async def finish_and_claim(
             # the ordered walk of tasks_dequeue_idx.
             await conn.execute(Q.planner_index_only)
             claim_cur = await conn.execute(
-                Q.tasks_claim, {"worker_id": worker_id, "agents": list(agents), "limit": limit}
+                Q.tasks_claim,
+                {
+                    "worker_id": worker_id,
+                    "agents": sorted(agents),  # the order agent rows are locked in
+                    "limit": limit,
+                    "limited_limit": limit if limited_limit is None else limited_limit,
+                },
             )
     finished = [
         FinishResult(r["task_id"], r["attempt"], r["applied"])
@@ -462,6 +554,7 @@ def _claimed(r: DictRow) -> ClaimedTask:
         labels=r["labels"],
         created_at=r["created_at"],
         lease_expires_at=r["lease_expires_at"],
+        reserved_tokens=r["reserved"],
     )
 
 

@@ -241,6 +241,9 @@ class Worker:
             want = free if self._work_maybe else 0
             if want > 0 and self._orphans_possible and self._claiming:
                 want = 0  # release orphans only when no other claim is in flight
+            # Tasks of limited agents only for slots free now: waiting in the buffer, a
+            # task would hold a share of its agent's limits without using it.
+            limited_want = min(want, self._free_slots())
             if not self._outcomes and want <= 0:
                 await self._idle(stopping, free)
                 continue
@@ -256,8 +259,16 @@ class Worker:
                     await self._release_orphans(db)
                 async with db.connection() as conn:
                     finished, claimed = await queue.finish_and_claim(
-                        conn, outcomes, worker_id=self.id, agents=names, limit=want
+                        conn,
+                        outcomes,
+                        worker_id=self.id,
+                        agents=names,
+                        limit=want,
+                        limited_limit=limited_want,
                     )
+                    throttled = {o.agent for o in outcomes if o.outcome == "throttled"}
+                    if throttled:
+                        await self._report_throttled(conn, throttled)
                 delay = 0.05
             except TRANSIENT_ERRORS as exc:
                 # Outcomes are fenced, so writing them again is safe. Claims may have
@@ -299,6 +310,24 @@ class Worker:
         if not any(e.is_set() for e in events):
             self._work_maybe = True  # the poll interval passed: look again
 
+    async def _report_throttled(self, conn: Any, agents: set[str | None]) -> None:
+        """Shrink the budgets of agents the endpoint throttled. In its own transaction,
+        after the exchange: taking agent rows in the exchange could deadlock with claims."""
+        try:
+            shrunk = await queue.report_throttled(conn, [a for a in agents if a])
+        except TRANSIENT_ERRORS as exc:
+            log.warning("could not record throttling", extra=fields(error=str(exc).strip()))
+            return
+        for row in shrunk:
+            log.warning(
+                "endpoint throttling: budget shrunk",
+                extra=fields(
+                    agent=row["name"],
+                    factor=round(row["throttle_factor"], 3),
+                    learned_concurrency=row["learned_concurrency"],
+                ),
+            )
+
     def _settle(self, outcomes: list[Outcome], finished: list[queue.FinishResult]) -> None:
         for outcome in outcomes:
             if self.held.get(outcome.task_id) == outcome.attempt:
@@ -320,6 +349,10 @@ class Worker:
                 "released tasks claimed by a lost connection",
                 extra=fields(worker=self.id, tasks=len(released)),
             )
+
+    def _free_slots(self) -> int:
+        """Slots free for a task that would start at once (not wait in the buffer)."""
+        return max(0, self.concurrency - len(self._running) - len(self._buffer) - self._claiming)
 
     @property
     def capacity(self) -> int:
@@ -345,7 +378,13 @@ class Worker:
             self._running[claimed.id] = _Run(claimed.attempt, task)
 
     def _outcome(self, claimed: ClaimedTask, kind: str, **values: Any) -> Outcome:
-        return Outcome(task_id=claimed.id, attempt=claimed.attempt, outcome=kind, **values)
+        return Outcome(
+            task_id=claimed.id,
+            attempt=claimed.attempt,
+            outcome=kind,
+            agent=claimed.agent,
+            **values,
+        )
 
     # -----------------------------------------------------------------------------------
     # Running one attempt

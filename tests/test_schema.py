@@ -13,47 +13,21 @@ from conveyor.sql import queue as Q
 from conveyor.states import TRANSITIONS, AttemptStatus, TaskStatus
 
 EXPECTED_COLUMNS = {
-    "tasks": {
-        "id",
-        "agent",
-        "status",
-        "priority",
-        "payload",
-        "result",
-        "error",
-        "idempotency_key",
-        "estimated_tokens",
-        "attempts",
-        "free_attempts",
-        "max_attempts",
-        "run_after",
-        "lease_expires_at",
-        "locked_by",
-        "tenant",
-        "labels",
-        "created_at",
-        "started_at",
-        "finished_at",
-    },
-    "task_attempts": {
-        "id",
-        "task_id",
-        "attempt",
-        "worker_id",
-        "run_id",
-        "trace_id",
-        "status",
-        "started_at",
-        "finished_at",
-        "model",
-        "input_tokens",
-        "output_tokens",
-        "llm_cost_usd",
-        "compute_cost_usd",
-        "error",
-        "late_outcome",
-    },
-    "agents": {"name", "max_attempts", "lease_seconds", "registered_at", "last_seen_at"},
+    "tasks": set(
+        """id agent status priority payload result error idempotency_key estimated_tokens
+        attempts free_attempts max_attempts run_after lease_expires_at locked_by tenant labels
+        created_at started_at finished_at""".split()
+    ),
+    "task_attempts": set(
+        """id task_id attempt agent worker_id run_id trace_id status started_at finished_at
+        model input_tokens output_tokens llm_cost_usd compute_cost_usd error late_outcome
+        reserved_tokens""".split()
+    ),
+    "agents": set(
+        """name max_attempts lease_seconds registered_at last_seen_at max_concurrent max_tpm
+        max_rpm limits_source code_limits window_seconds throttle_factor throttled_at
+        learned_concurrency""".split()
+    ),
 }
 
 
@@ -138,7 +112,7 @@ async def test_claim_follows_the_dequeue_index(conn: Any) -> None:
            FROM generate_series(1, 20000) g"""
     )
     await conn.execute("ANALYZE tasks")
-    params = {"worker_id": "w", "agents": ["a", "b"], "limit": 10}
+    params = {"worker_id": "w", "agents": ["a", "b"], "limit": 10, "limited_limit": 10}
     cur = await conn.execute(
         psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + psycopg.sql.SQL(Q.tasks_claim), params
     )

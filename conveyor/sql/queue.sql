@@ -4,13 +4,85 @@
 -- turned back into rows with unnest(), so a batch of any size is one statement.
 
 -- name: agents_register
--- Upsert the agents an App declares. Declaring again refreshes the code's settings.
-INSERT INTO agents (name, max_attempts, lease_seconds)
-SELECT * FROM unnest(%(names)s::text[], %(max_attempts)s::int[], %(lease_seconds)s::float8[])
+-- Upsert the agents an App declares (names sorted by the caller, so that rows are locked in
+-- the same order as claims lock them). Declaring again refreshes the code's settings; the
+-- limits too, unless an operator has set them (`conveyor limits set`), which then win.
+INSERT INTO agents AS a (name, max_attempts, lease_seconds, max_concurrent, max_tpm, max_rpm,
+                       window_seconds, code_limits)
+SELECT r.name, r.max_attempts, r.lease_seconds, r.max_concurrent, r.max_tpm, r.max_rpm,
+       r.window_seconds,
+       jsonb_build_object('max_concurrent', r.max_concurrent, 'max_tpm', r.max_tpm,
+                          'max_rpm', r.max_rpm, 'window_seconds', r.window_seconds)
+FROM unnest(%(names)s::text[], %(max_attempts)s::int[], %(lease_seconds)s::float8[],
+            %(max_concurrent)s::int[], %(max_tpm)s::int[], %(max_rpm)s::int[],
+            %(window_seconds)s::float8[])
+     AS r(name, max_attempts, lease_seconds, max_concurrent, max_tpm, max_rpm, window_seconds)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts,
     lease_seconds = excluded.lease_seconds,
+    code_limits = excluded.code_limits,
+    max_concurrent = CASE WHEN a.limits_source = 'code' THEN excluded.max_concurrent
+                          ELSE a.max_concurrent END,
+    max_tpm = CASE WHEN a.limits_source = 'code' THEN excluded.max_tpm ELSE a.max_tpm END,
+    max_rpm = CASE WHEN a.limits_source = 'code' THEN excluded.max_rpm ELSE a.max_rpm END,
+    window_seconds = CASE WHEN a.limits_source = 'code' THEN excluded.window_seconds
+                          ELSE a.window_seconds END,
     last_seen_at = now();
+
+-- name: agents_set_limits
+-- An operator's limits: they win over the code's from now on. NULL leaves a value as it is;
+-- 0 removes that limit.
+UPDATE agents
+SET max_concurrent = nullif(coalesce(%(max_concurrent)s, max_concurrent), 0),
+    max_tpm = nullif(coalesce(%(max_tpm)s, max_tpm), 0),
+    max_rpm = nullif(coalesce(%(max_rpm)s, max_rpm), 0),
+    window_seconds = coalesce(%(window_seconds)s, window_seconds),
+    limits_source = 'operator'
+WHERE name = %(name)s
+RETURNING name;
+
+-- name: agents_reset_limits
+-- Back to the limits declared in code, and forget what throttling taught.
+UPDATE agents
+SET max_concurrent = (code_limits->>'max_concurrent')::int,
+    max_tpm = (code_limits->>'max_tpm')::int,
+    max_rpm = (code_limits->>'max_rpm')::int,
+    window_seconds = coalesce((code_limits->>'window_seconds')::float8, 60),
+    limits_source = 'code',
+    throttle_factor = 1,
+    throttled_at = NULL,
+    learned_concurrency = NULL
+WHERE name = %(name)s
+RETURNING name;
+
+-- name: agents_throttled
+-- The endpoint throttled these agents: halve their budget (or, for an agent without token
+-- and request limits, cap its concurrency at half of what was running), once per cooldown
+-- of a sixth of the window: the attempts already in flight when the budget shrank will be
+-- throttled too, and must not shrink it again. The budget then grows back with time (see
+-- conveyor_throttle_factor and conveyor_learned_concurrency).
+UPDATE agents a
+SET throttle_factor = greatest(0.05, conveyor_throttle_factor(a, now()) * 0.5),
+    learned_concurrency = CASE
+        WHEN a.max_tpm IS NULL AND a.max_rpm IS NULL THEN greatest(1.0, 0.5 * least(
+            coalesce(conveyor_learned_concurrency(a, now()), 2147483647),
+            1 + (SELECT running FROM conveyor_usage(a.name, a.window_seconds))))
+        ELSE a.learned_concurrency END,
+    throttled_at = now()
+WHERE a.name = ANY(%(agents)s::text[])
+  AND (a.throttled_at IS NULL
+       OR a.throttled_at < now() - make_interval(secs => a.window_seconds / 6))
+RETURNING a.name, a.throttle_factor, a.learned_concurrency;
+
+-- name: agents_limits
+-- Every agent's limits, what throttling made of them, and the current window's usage.
+SELECT a.name, a.max_concurrent, a.max_tpm, a.max_rpm, a.window_seconds, a.limits_source,
+       conveyor_throttle_factor(a, now()) AS throttle_factor,
+       conveyor_learned_concurrency(a, now()) AS learned_concurrency,
+       u.running, u.tokens, u.requests
+FROM agents a
+CROSS JOIN LATERAL conveyor_usage(a.name, a.window_seconds) u
+ORDER BY a.name;
 
 -- name: agents_known
 SELECT name FROM agents WHERE name = ANY(%(names)s::text[]);
@@ -64,27 +136,47 @@ SELECT set_config('enable_bitmapscan', 'off', true),
 
 -- name: tasks_claim
 -- Claim up to %(limit)s runnable tasks of the given agents in one statement.
--- For each agent, the lateral subquery walks tasks_dequeue_idx (agent, priority DESC,
--- created_at, id) from the front and locks at most %(limit)s rows; SKIP LOCKED lets claims
--- of other workers pass each other instead of queueing on the same first rows. The best
--- %(limit)s of those are claimed; the others are unlocked at commit, a few ms later. The
--- MATERIALIZED CTE is an optimisation fence, so that the LIMITs bound the rows locked.
--- The attempt rows are written by the same statement: a claim and its attempt exist
--- together or not at all.
-WITH picked AS MATERIALIZED (
-    SELECT c.id
-    FROM unnest(%(agents)s::text[]) AS a(name)
-    CROSS JOIN LATERAL (
-        SELECT id, priority, created_at
-        FROM tasks
-        WHERE status = 'enqueued'
-          AND agent = a.name
-          AND run_after <= now()
-        ORDER BY priority DESC, created_at, id
-        LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED
-    ) c
-    ORDER BY c.priority DESC, c.created_at, c.id
+-- Per agent (in name order, the order agent rows are always locked in):
+--  * an agent without limits takes the plain path: the first rows of tasks_dequeue_idx
+--    (agent, priority DESC, created_at, id), locked with SKIP LOCKED so that claims of
+--    other workers pass each other instead of queueing on the same rows;
+--  * a limited agent goes through conveyor_admit() (migration 0002), which serialises its
+--    claims on the agent's row and admits what fits its concurrency, token and request
+--    budgets, with the tokens each task reserves.
+-- A worker asks for fewer tasks of limited agents (%(limited_limit)s: no more than it can
+-- start at once), as a task waiting in its prefetch buffer would hold a share of the
+-- agent's limits without using it. The best %(limit)s over all agents are claimed; the other rows are unlocked at commit, a
+-- few ms later. The MATERIALIZED CTE is an optimisation fence, so that the LIMITs bound
+-- the rows locked. The attempt rows are written by the same statement: a claim and its
+-- attempt exist together or not at all.
+WITH wanted AS (
+    SELECT a.*
+    FROM unnest(%(agents)s::text[]) WITH ORDINALITY AS n(name, ord)
+    JOIN agents a ON a.name = n.name
+    ORDER BY n.ord
+), picked AS MATERIALIZED (
+    SELECT task_id, reserved
+    FROM (
+        SELECT c.id AS task_id, 0 AS reserved, c.priority, c.created_at
+        FROM wanted a
+        CROSS JOIN LATERAL (
+            SELECT t.id, t.priority, t.created_at
+            FROM tasks t
+            WHERE NOT conveyor_is_limited(a)
+              AND t.status = 'enqueued'
+              AND t.agent = a.name
+              AND t.run_after <= now()
+            ORDER BY t.priority DESC, t.created_at, t.id
+            LIMIT %(limit)s
+            FOR UPDATE OF t SKIP LOCKED
+        ) c
+        UNION ALL
+        SELECT c.task_id, c.reserved, c.priority, c.created_at
+        FROM wanted a
+        CROSS JOIN LATERAL conveyor_admit(a.name, %(limited_limit)s) c
+        WHERE conveyor_is_limited(a) AND %(limited_limit)s > 0
+    ) admitted
+    ORDER BY priority DESC, created_at, task_id
     LIMIT %(limit)s
 ), claimed AS (
     UPDATE tasks t
@@ -94,18 +186,18 @@ WITH picked AS MATERIALIZED (
         lease_expires_at = now() + make_interval(secs => a.lease_seconds),
         started_at = coalesce(t.started_at, clock_timestamp())
     FROM picked p, agents a
-    WHERE t.id = p.id
+    WHERE t.id = p.task_id
       AND a.name = t.agent
     RETURNING t.id, t.agent, t.payload, t.priority, t.attempts, t.max_attempts,
               t.free_attempts, t.estimated_tokens, t.tenant, t.labels, t.created_at,
-              t.lease_expires_at
+              t.lease_expires_at, p.reserved
 ), attempt_rows AS (
-    INSERT INTO task_attempts (task_id, attempt, worker_id, status)
-    SELECT id, attempts, %(worker_id)s, 'running' FROM claimed
+    INSERT INTO task_attempts (task_id, attempt, agent, worker_id, status, reserved_tokens)
+    SELECT id, attempts, agent, %(worker_id)s, 'running', reserved FROM claimed
     RETURNING id, task_id
 )
 SELECT c.id, c.agent, c.payload, c.priority, c.attempts, c.max_attempts, c.free_attempts,
-       c.estimated_tokens, c.tenant, c.labels, c.created_at, c.lease_expires_at,
+       c.estimated_tokens, c.tenant, c.labels, c.created_at, c.lease_expires_at, c.reserved,
        r.id AS attempt_id
 FROM claimed c
 JOIN attempt_rows r ON r.task_id = c.id
