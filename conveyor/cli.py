@@ -211,6 +211,54 @@ async def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+async def cmd_limits(args: argparse.Namespace) -> int:
+    app = App(settings=_settings(args))
+    db = await app.database()
+    try:
+        async with db.connection() as conn:
+            if args.action == "set":
+                await queue.set_limits(
+                    conn,
+                    args.agent,
+                    max_concurrent=args.max_concurrent,
+                    max_tpm=args.max_tpm,
+                    max_rpm=args.max_rpm,
+                    window_seconds=args.window,
+                )
+            elif args.action == "reset":
+                await queue.reset_limits(conn, args.agent)
+            rows = await queue.agent_limits(conn)
+    finally:
+        await app.aclose()
+    _print_table(
+        ["agent", "concurrent", "tokens/window", "requests/window", "window", "set by", "throttle"],
+        [
+            [
+                r["name"],
+                _usage(r["running"], r["max_concurrent"], r["learned_concurrency"]),
+                _usage(r["tokens"], r["max_tpm"], None),
+                _usage(r["requests"], r["max_rpm"], None),
+                f"{r['window_seconds']:g}s",
+                r["limits_source"],
+                _throttle(r),
+            ]
+            for r in rows
+        ],
+    )
+    return 0
+
+
+def _usage(used: int, limit: int | None, learned: int | None) -> str:
+    """'3 / 4': used of the limit; a learned cap (from throttling) shows too."""
+    text = f"{used} / {limit}" if limit is not None else f"{used} / -"
+    return f"{text} (learned {learned})" if learned is not None else text
+
+
+def _throttle(row: Any) -> str:
+    factor = row["throttle_factor"]
+    return "-" if factor >= 1 else f"budget x{factor:.2f}"
+
+
 # ---------------------------------------------------------------------------------------
 # Output helpers
 
@@ -256,6 +304,13 @@ def _non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
     return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ConveyorError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _duration(text: str) -> str:
@@ -340,6 +395,38 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("retry", cmd_retry, "enqueue a failed or cancelled task again")
     p.add_argument("id", type=_positive_int)
+
+    p = command(
+        "limits",
+        cmd_limits,
+        "show each agent's limits and their use; `limits set` / `limits reset` change them",
+    )
+    p.set_defaults(action="show")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    setter = actions.add_parser(
+        "set",
+        help="set an agent's limits (they win over the code's; 0 removes one)",
+        description="Set an agent's limits; they apply to the next claim, on every worker.",
+    )
+    setter.add_argument("agent")
+    setter.add_argument("--max-concurrent", type=_non_negative_int, metavar="N")
+    setter.add_argument("--max-tpm", type=_non_negative_int, metavar="N", help="tokens per window")
+    setter.add_argument(
+        "--max-rpm",
+        type=_non_negative_int,
+        metavar="N",
+        help="requests (attempts started) per window",
+    )
+    setter.add_argument(
+        "--window",
+        type=_seconds,
+        metavar="DURATION",
+        help="the rolling window, e.g. 60s (default one minute)",
+    )
+    resetter = actions.add_parser(
+        "reset", help="back to the limits declared in code; forget learned throttling"
+    )
+    resetter.add_argument("agent")
 
     p = command("prune", cmd_prune, "delete finished tasks older than a duration")
     p.add_argument(

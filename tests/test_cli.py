@@ -178,3 +178,29 @@ async def test_up_runs_the_demo_on_an_embedded_database_and_stops_cleanly() -> N
 def _port(home: Path) -> int | None:
     path = home / "postgres" / "port"
     return int(path.read_text()) if path.exists() and path.read_text().strip() else None
+
+
+def test_limits_show_set_and_reset(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO agents (name, max_concurrent) VALUES ('invoice', 4)")
+    shown = conveyor("limits", url=database_url)
+    assert shown.returncode == 0 and "invoice" in shown.stdout and "0 / 4" in shown.stdout
+    changed = conveyor(
+        "limits",
+        "set",
+        "invoice",
+        "--max-concurrent",
+        "2",
+        "--max-tpm",
+        "90000",
+        "--window",
+        "30s",
+        url=database_url,
+    )
+    assert changed.returncode == 0, changed.stderr
+    assert "0 / 2" in changed.stdout and "0 / 90000" in changed.stdout
+    assert "operator" in changed.stdout and "30s" in changed.stdout
+    unknown = conveyor("limits", "set", "ghost", "--max-rpm", "3", url=database_url)
+    assert unknown.returncode == 1 and "unknown agent 'ghost'" in unknown.stderr
+    bad = conveyor("limits", "set", "invoice", "--max-tpm", "-5", url=database_url)
+    assert bad.returncode == 2 and "must be 0 or more" in bad.stderr

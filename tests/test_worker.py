@@ -282,3 +282,21 @@ async def test_a_worker_prunes_old_finished_tasks_when_asked(settings: Settings,
     cur = await conn.execute("SELECT id FROM tasks")
     assert [r["id"] for r in await cur.fetchall()] == [recent]
     await app.aclose()
+
+
+async def test_a_throttled_agent_shrinks_its_shared_budget(settings: Settings, conn: Any) -> None:
+    app = App(settings=settings)
+
+    @app.agent("llm", max_tpm=100_000, max_attempts=1)
+    async def llm(task: Task) -> str:
+        if task.attempt == 1:
+            raise Throttled(retry_after=0.05)
+        return "ok"
+
+    task_id = await app.enqueue_async("llm", {})
+    async with Running(Worker(app, concurrency=1)):
+        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), what="completion")
+    cur = await conn.execute("SELECT throttle_factor, throttled_at FROM agents WHERE name = 'llm'")
+    row = await cur.fetchone()
+    assert row["throttle_factor"] == 0.5 and row["throttled_at"] is not None
+    await app.aclose()

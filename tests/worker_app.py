@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 from conveyor import App, Task
 
@@ -34,3 +35,18 @@ async def chaos(task: Task) -> dict[str, int]:
     """A short task, for the chaos run: workers die around it at random."""
     await asyncio.sleep(float(task.payload.get("seconds", 0.002)))
     return {"pid": os.getpid(), "attempt": task.attempt}
+
+
+@app.agent("capped", max_concurrent=4)
+async def capped(task: Task) -> dict[str, float]:
+    """Records when it really ran, to measure the overlap of attempts from outside."""
+    started = time.time()
+    await asyncio.sleep(float(task.payload.get("seconds", 0.03)))
+    return {"started": started, "ended": time.time()}
+
+
+@app.agent("budgeted", max_tpm=10_000, window_seconds=2)
+async def budgeted(task: Task) -> None:
+    """Spends exactly what it reserved (1,000 tokens), on a scaled two-second minute."""
+    await asyncio.sleep(0.01)
+    task.report_usage(model="sim", input_tokens=800, output_tokens=200)

@@ -139,8 +139,10 @@ BEGIN
     typical := coalesce(typical, 1000);
 
     factor := conveyor_throttle_factor(a, now());
+    -- least() and greatest() skip NULLs: no limit, no learned cap, means no cap at all.
     cap := least(a.max_concurrent,
                  CASE WHEN a.max_tpm IS NULL AND a.max_rpm IS NULL
+                           AND a.learned_concurrency IS NOT NULL
                       THEN greatest(1, conveyor_learned_concurrency(a, now())) END);
     free_slots := least(p_want, coalesce(cap - running, p_want));
     free_tokens := floor(a.max_tpm * factor) - used_tokens;          -- NULL: no token limit
