@@ -7,17 +7,22 @@ import asyncio
 import importlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from conveyor import queue
 from conveyor.app import App
 from conveyor.errors import ConveyorError
 from conveyor.log import configure
 from conveyor.settings import Settings, parse_duration
+from conveyor.worker import Worker
+
+if TYPE_CHECKING:
+    from conveyor.web.serve import Server
 
 Command = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
@@ -63,10 +68,15 @@ def _app(args: argparse.Namespace, spec: str) -> App:
 
 async def cmd_up(args: argparse.Namespace) -> int:
     from conveyor.demo import app
+    from conveyor.web import create_app
+    from conveyor.web.serve import make_server
 
     app.settings = _settings(args)
-    where = (app.settings.database_url and "CONVEYOR_DATABASE_URL") or (
-        f"embedded PostgreSQL under {app.settings.home / 'postgres'}"
+    server = make_server(create_app(app), args.host, args.port, token=app.settings.api_token)
+    where = (
+        "CONVEYOR_DATABASE_URL"
+        if app.settings.database_url
+        else f"embedded PostgreSQL under {app.settings.home / 'postgres'}"
     )
     print(f"conveyor: database: {where}", flush=True)
     db = await app.database()
@@ -81,20 +91,19 @@ async def cmd_up(args: argparse.Namespace) -> int:
                 + [{"agent": "flaky", "payload": {"p": 0.5}} for _ in range(3)]
             )
             print(f"conveyor: enqueued {len(ids)} demo tasks (ids {ids[0]}..{ids[-1]})", flush=True)
+    print(f"conveyor: web app on http://{args.host}:{args.port} (API docs at /docs)", flush=True)
     print(
         f"conveyor: worker running agents {', '.join(sorted(app.agents))} "
         f"with concurrency {args.concurrency}; Ctrl-C to stop",
         flush=True,
     )
-    await _run_worker(app, args)
+    await _run(app, _worker(app, args), server)
     return 0
 
 
-async def _run_worker(app: App, args: argparse.Namespace) -> None:
-    from conveyor.worker import Worker, run_worker
-
+def _worker(app: App, args: argparse.Namespace) -> Worker:
     try:
-        worker = Worker(
+        return Worker(
             app,
             concurrency=args.concurrency,
             prefetch=args.prefetch,
@@ -102,11 +111,66 @@ async def _run_worker(app: App, args: argparse.Namespace) -> None:
         )
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    await run_worker(worker)
+
+
+async def _run(app: App, worker: Worker | None, server: Server | None) -> None:
+    """Run a worker and/or the web server until SIGTERM or SIGINT: the first signal drains
+    (the worker stops claiming and lets running tasks finish; the server stops accepting),
+    a second one hands running tasks back and stops at once."""
+    loop = asyncio.get_running_loop()
+    signals = 0
+
+    def on_signal(signum: int) -> None:
+        nonlocal signals
+        signals += 1
+        name = signal.Signals(signum).name
+        print(
+            f"conveyor: {name}, {'stopping now' if signals > 1 else 'draining'}",
+            file=sys.stderr,
+            flush=True,
+        )
+        if worker is not None:
+            worker.stop(now=signals > 1)
+        if server is not None:
+            server.should_exit = True
+            server.force_exit = signals > 1
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal, sig)
+    jobs = [
+        asyncio.create_task(job)
+        for job in (worker.run() if worker else None, server.serve() if server else None)
+        if job
+    ]
+    try:
+        done, _ = await asyncio.wait(jobs, return_when=asyncio.FIRST_EXCEPTION)
+        for job in done:
+            job.result()  # a server that could not start ends everything, loudly
+    finally:
+        if worker is not None:
+            worker.stop()
+        if server is not None:
+            server.should_exit = True
+        await asyncio.gather(*jobs, return_exceptions=True)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await app.aclose()
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
-    await _run_worker(_app(args, args.app), args)
+    app = _app(args, args.app)
+    await _run(app, _worker(app, args), None)
+    return 0
+
+
+async def cmd_web(args: argparse.Namespace) -> int:
+    from conveyor.web import create_app
+    from conveyor.web.serve import make_server
+
+    app = _app(args, args.app) if args.app else App(settings=_settings(args))
+    server = make_server(create_app(app), args.host, args.port, token=app.settings.api_token)
+    print(f"conveyor: web app on http://{args.host}:{args.port} (API docs at /docs)", flush=True)
+    await _run(app, None, server)
     return 0
 
 
@@ -296,6 +360,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = _non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {value}")
+    return value
+
+
 def _non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -344,6 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("up", cmd_up, "run everything: database, migrations, a worker with the demo agents")
     p.add_argument("--concurrency", type=_positive_int, default=8)
     p.add_argument("--prefetch", type=_non_negative_int, help="see `conveyor worker --help`")
+    p.add_argument("--host", default="127.0.0.1", help="where the web app listens")
+    p.add_argument("--port", type=_port, default=8000)
     p.add_argument(
         "--no-demo",
         dest="demo",
@@ -370,6 +443,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="only this agent (repeatable; default: all the App declares)",
     )
+
+    p = command("web", cmd_web, "serve the HTTP API (and registers the agents of --app)")
+    p.add_argument("--app", metavar="MODULE:APP")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=_port, default=8000)
 
     command("migrate", cmd_migrate, "apply the schema migrations the database lacks")
 

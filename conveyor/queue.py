@@ -675,11 +675,21 @@ async def list_tasks(
     *,
     status: str | None = None,
     agent: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
     before_id: int | None = None,
     limit: int = 50,
 ) -> list[DictRow]:
     cur = await conn.execute(
-        Q.tasks_list, {"status": status, "agent": agent, "before_id": before_id, "limit": limit}
+        Q.tasks_list,
+        {
+            "status": status,
+            "agent": agent,
+            "since": since,
+            "until": until,
+            "before_id": before_id,
+            "limit": limit,
+        },
     )
     return await cur.fetchall()
 

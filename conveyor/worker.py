@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import random
-import signal
 import socket
 import time
 import traceback
@@ -38,8 +37,6 @@ from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-
-import psycopg
 
 from conveyor import queue
 from conveyor.app import AgentSpec, App
@@ -566,26 +563,3 @@ async def _first(*aws: Awaitable[Any], within: float | None = None) -> None:
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
-
-
-async def run_worker(worker: Worker) -> None:
-    """Run a worker until SIGTERM or SIGINT; a second signal hands running tasks back at once."""
-    loop = asyncio.get_running_loop()
-
-    def on_signal(signum: int) -> None:
-        again = worker.stopping
-        if again:
-            log.warning("second signal: handing running tasks back now")
-        else:
-            log.info("signal received, draining", extra=fields(signal=signal.Signals(signum).name))
-        worker.stop(now=again)
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal, sig)
-    try:
-        await worker.run()
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-        with contextlib.suppress(psycopg.Error):
-            await worker.app.aclose()

@@ -29,7 +29,7 @@ Connection = psycopg.AsyncConnection[DictRow]
 
 #: Errors after which the same call may succeed once the server is back: a broken or
 #: refused connection, a server shutting down, a deadlock the server broke by aborting us.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     psycopg.OperationalError,
     psycopg.errors.DeadlockDetected,
     psycopg.errors.SerializationFailure,

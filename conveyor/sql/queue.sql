@@ -387,11 +387,15 @@ WHERE task_id = %(task_id)s
 ORDER BY attempt;
 
 -- name: tasks_list
--- Newest first, a page at a time: the cursor is the last id seen (ids only grow).
-SELECT id, agent, status, priority, attempts, created_at, started_at, finished_at, error
+-- Newest first, a page at a time: the cursor is the last id seen (ids only grow, so pages
+-- stay stable while new tasks arrive). since/until bound created_at.
+SELECT id, agent, status, priority, attempts, created_at, started_at, finished_at,
+       split_part(error, E'\n', 1) AS error
 FROM tasks
 WHERE (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(agent)s::text IS NULL OR agent = %(agent)s)
+  AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
+  AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
 ORDER BY id DESC
 LIMIT %(limit)s;

@@ -1,0 +1,205 @@
+"""The FastAPI application: the HTTP API over an App.
+
+from conveyor.web import create_app
+api = create_app(app)        # an ASGI app; `conveyor web --app MODULE:APP` serves it
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Response, status
+from pydantic import AwareDatetime
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from conveyor import queue
+from conveyor.app import App
+from conveyor.errors import TaskNotFound
+from conveyor.queue import NewTask
+from conveyor.states import TaskStatus
+from conveyor.web import errors
+from conveyor.web.errors import ApiError, error_response
+from conveyor.web.models import ErrorOut, Health, TaskCreate, TaskOut, TaskPage, TaskSummary
+
+MAX_JSON_BODY = 2 << 20  # a task's payload is capped at 1 MiB; documents are uploaded apart
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 422, 503)
+}
+
+
+def create_app(app: App) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        await app.database()
+        yield
+        await app.aclose()
+
+    api = FastAPI(
+        title="Conveyor",
+        summary="Long-running, rate-limited AI agent tasks on PostgreSQL.",
+        version="0.1.0",
+        lifespan=lifespan,
+        responses=ERRORS,
+    )
+    errors.install(api)
+    api.add_middleware(BodyLimit, max_bytes=MAX_JSON_BODY)
+    if app.settings.api_token:
+        api.add_middleware(BearerAuth, token=app.settings.api_token)
+    _routes(api, app)
+    return api
+
+
+def _routes(api: FastAPI, app: App) -> None:
+    @api.get("/healthz", response_model=Health, tags=["operations"])
+    async def healthz(response: Response) -> Health:
+        try:
+            db = await app.database()
+            async with db.connection() as conn:
+                await conn.execute("SELECT 1")
+        except Exception:  # any failure means "not healthy", which is the answer
+            response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+            return Health(status="unavailable", database="unreachable")
+        return Health(status="ok", database="ok")
+
+    @api.post("/api/tasks", response_model=TaskOut, status_code=201, tags=["tasks"])
+    async def create_task(body: TaskCreate) -> TaskOut:
+        """Enqueue a task. With an `idempotency_key` already used for the agent, the
+        existing task is returned instead of a new one."""
+        (task_id,) = await app.enqueue_many_async([NewTask(**body.model_dump())])
+        return TaskOut.of(await app.get_task_async(task_id))
+
+    @api.get("/api/tasks", response_model=TaskPage, tags=["tasks"])
+    async def list_tasks(
+        status: TaskStatus | None = None,
+        agent: Annotated[str | None, Query(max_length=100)] = None,
+        since: AwareDatetime | None = None,
+        until: AwareDatetime | None = None,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+        cursor: Annotated[str | None, Query(max_length=40)] = None,
+    ) -> TaskPage:
+        """Tasks, newest first, a page at a time; filters combine."""
+        before = _cursor(cursor)
+        db = await app.database()
+        async with db.connection() as conn:
+            rows = await queue.list_tasks(
+                conn,
+                status=status,
+                agent=agent,
+                since=since,
+                until=until,
+                before_id=before,
+                limit=limit + 1,
+            )
+        items = [TaskSummary.model_validate(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        return TaskPage(items=items, next_cursor=str(items[-1].id) if more else None)
+
+    @api.get("/api/tasks/{task_id}", response_model=TaskOut, tags=["tasks"])
+    async def get_task(task_id: str) -> TaskOut:
+        """A task with all its attempts."""
+        return TaskOut.of(await app.get_task_async(_task_id(task_id)))
+
+    @api.post("/api/tasks/{task_id}/cancel", response_model=TaskOut, tags=["tasks"])
+    async def cancel_task(task_id: str) -> TaskOut:
+        """Cancel an enqueued or running task (its agent is stopped)."""
+        return TaskOut.of(await app.cancel_async(_task_id(task_id)))
+
+    @api.post("/api/tasks/{task_id}/retry", response_model=TaskOut, tags=["tasks"])
+    async def retry_task(task_id: str) -> TaskOut:
+        """Enqueue a failed or cancelled task again, with a fresh allowance of attempts."""
+        return TaskOut.of(await app.retry_async(_task_id(task_id)))
+
+
+def _task_id(text: str) -> int:
+    """Ids are positive integers; anything else names no task (404, not 422)."""
+    if not text.isascii() or not text.isdigit() or not 0 < int(text) < 2**63:
+        raise TaskNotFound(text)
+    return int(text)
+
+
+def _cursor(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if not text.isascii() or not text.isdigit() or not 0 < int(text) < 2**63:
+        raise ApiError(422, "invalid_request", f"cursor: not a cursor this API gave: {text!r}")
+    return int(text)
+
+
+class BodyLimit:
+    """Refuse request bodies over `max_bytes` with 413 before the app sees them: by
+    Content-Length when it is given, else by reading at most `max_bytes` + 1 bytes (the
+    JSON routes need the whole body anyway). Uploads, streamed to disk, set their own,
+    larger limit and are passed through."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith("/api/documents"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", ())).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await _too_large(self.max_bytes)(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes:
+                await _too_large(self.max_bytes)(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _too_large_text(limit: int) -> str:
+    return f"the request body is larger than {limit} bytes"
+
+
+def _too_large(limit: int) -> ASGIApp:
+    return error_response(413, "too_large", _too_large_text(limit))
+
+
+class BearerAuth:
+    """With CONVEYOR_API_TOKEN set, /api and the dashboard need `Authorization: Bearer`.
+    Health checks stay open; callbacks from external jobs carry a signature instead."""
+
+    OPEN = ("/healthz", "/api/callbacks/")
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith(self.OPEN):
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers", ())).get(b"authorization", b"")
+        if not hmac.compare_digest(given, self.expected):
+            response = error_response(
+                401,
+                "unauthorized",
+                "this API needs Authorization: Bearer <CONVEYOR_API_TOKEN>",
+                {"WWW-Authenticate": "Bearer"},
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -1,0 +1,103 @@
+"""Every error the API answers is JSON: {"error": {"code": "...", "message": "..."}}.
+
+Bad input is a 4xx that names what was wrong; a 5xx is always a bug.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from conveyor.db.pool import TRANSIENT_ERRORS
+from conveyor.errors import (
+    DatabaseUnavailable,
+    InvalidTask,
+    InvalidTransition,
+    TaskNotFound,
+    UnknownAgent,
+)
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        self.status, self.code, self.message = status, code, message
+        super().__init__(message)
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message}}, status_code=status, headers=headers
+    )
+
+
+def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
+    problems = []
+    for error in exc.errors():
+        if error.get("type") == "json_invalid":
+            return 400, "malformed_json", f"the body is not valid JSON: {error.get('msg')}"
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        problems.append(f"{where}: {error.get('msg')}")
+    return 422, "invalid_request", "; ".join(problems) or "invalid request"
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(*_describe_validation(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {
+            404: "not_found",
+            405: "method_not_allowed",
+            401: "unauthorized",
+            413: "too_large",
+            415: "unsupported_media_type",
+        }.get(exc.status_code, "error")
+        message = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+        return error_response(exc.status_code, code, message, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(UnknownAgent)
+    async def unknown_agent(request: Request, exc: UnknownAgent) -> JSONResponse:
+        return error_response(422, "unknown_agent", str(exc))
+
+    @app.exception_handler(InvalidTask)
+    async def invalid_task(request: Request, exc: InvalidTask) -> JSONResponse:
+        return error_response(422, "invalid_task", str(exc))
+
+    @app.exception_handler(TaskNotFound)
+    async def not_found(request: Request, exc: TaskNotFound) -> JSONResponse:
+        return error_response(404, "not_found", str(exc))
+
+    @app.exception_handler(InvalidTransition)
+    async def conflict(request: Request, exc: InvalidTransition) -> JSONResponse:
+        return error_response(409, "conflict", str(exc))
+
+    @app.exception_handler(DatabaseUnavailable)
+    async def unavailable(request: Request, exc: DatabaseUnavailable) -> JSONResponse:
+        return error_response(503, "database_unavailable", str(exc), {"Retry-After": "1"})
+
+    async def transient(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("database unavailable during a request: %s", exc)
+        return error_response(
+            503,
+            "database_unavailable",
+            "the database is unavailable; try again",
+            {"Retry-After": "1"},
+        )
+
+    for error_type in TRANSIENT_ERRORS:
+        app.add_exception_handler(error_type, transient)

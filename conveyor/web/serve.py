@@ -1,0 +1,62 @@
+"""Serving the API with uvicorn, under Conveyor's own signal handling.
+
+`conveyor up` runs the web app and a worker in one event loop; SIGTERM must drain the
+worker and stop the server together, so uvicorn is told not to install handlers of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+from collections.abc import Iterator
+
+import uvicorn
+from fastapi import FastAPI
+
+from conveyor.errors import ConveyorError
+
+
+class Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield  # the caller handles SIGTERM and SIGINT, and sets should_exit
+
+
+def make_server(api: FastAPI, host: str, port: int, *, token: str | None) -> Server:
+    check_exposure(host, token)
+    config = uvicorn.Config(
+        api,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        proxy_headers=False,
+    )
+    return Server(config)
+
+
+def check_exposure(host: str, token: str | None) -> None:
+    """Listening beyond loopback without a token would publish every task to the network."""
+    if token or _is_loopback(host):
+        return
+    raise ConveyorError(
+        f"refusing to listen on {host} without CONVEYOR_API_TOKEN: anyone who can reach it "
+        "could read and submit tasks (set a token, or listen on 127.0.0.1)"
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return all(
+                ipaddress.ip_address(info[4][0]).is_loopback
+                for info in socket.getaddrinfo(host, None)
+            )
+        except OSError:
+            return False
