@@ -130,7 +130,7 @@ async def test_bad_task_bodies_get_a_4xx_that_names_the_problem(
 
 
 @pytest.mark.parametrize(
-    "task_id", ["abc", "-1", "0", "1.5", "99999999999999999999", "１", "12345678901", "%20"]
+    "task_id", ["abc", "-1", "0", "1.5", "99999999999999999999", "\uff11", "12345678901", "%20"]
 )
 async def test_unknown_ids_of_any_shape_are_404(client: httpx.AsyncClient, task_id: str) -> None:
     for method, path in (
