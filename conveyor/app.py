@@ -21,6 +21,7 @@ from conveyor import queue
 from conveyor.db.migrate import migrate
 from conveyor.db.pool import Database, resolve_url
 from conveyor.errors import InvalidTask
+from conveyor.external import Dispatcher
 from conveyor.queue import NewTask, TaskRecord
 from conveyor.settings import Settings
 from conveyor.task import Task
@@ -33,7 +34,7 @@ F = TypeVar("F", bound=AgentFunction)
 @dataclass(frozen=True)
 class AgentSpec:
     name: str
-    fn: AgentFunction
+    fn: AgentFunction | None  # None for an external agent
     is_async: bool
     max_attempts: int = 3
     lease_seconds: float = 60.0
@@ -44,6 +45,7 @@ class AgentSpec:
     backoff_max: float = 300.0
     window_seconds: float = 60.0
     estimate_tokens: Callable[[Any], int] | None = None
+    dispatcher: Dispatcher | None = None  # set for an external agent
 
     def registration(self) -> queue.AgentRegistration:
         return queue.AgentRegistration(
@@ -118,6 +120,62 @@ class App:
         enqueued without `estimated_tokens`; without either, a task reserves the agent's
         recent average usage.
         """
+        options: dict[str, Any] = dict(
+            max_concurrent=max_concurrent,
+            max_tpm=max_tpm,
+            max_rpm=max_rpm,
+            max_attempts=max_attempts,
+            lease_seconds=lease_seconds,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            window_seconds=window_seconds,
+            estimate_tokens=estimate_tokens,
+        )
+        self._check_options(name, **options)
+
+        def register(fn: F) -> F:
+            self._declare(
+                AgentSpec(
+                    name=name,
+                    fn=fn,
+                    is_async=inspect.iscoroutinefunction(fn),
+                    **_spec_options(options),
+                )
+            )
+            return fn
+
+        return register
+
+    def external(self, name: str, dispatcher: Dispatcher, /, **options: Any) -> AgentSpec:
+        """Declare an agent whose attempts run as external jobs, started by `dispatcher`
+        (`conveyor.external.SubprocessJob` or `HttpJob`) and finished by a signed callback.
+        Takes the same options as `agent()`; the lease is kept alive while the job runs."""
+        self._check_options(name, **options)
+        spec = AgentSpec(
+            name=name, fn=None, is_async=True, dispatcher=dispatcher, **_spec_options(options)
+        )
+        self._declare(spec)
+        return spec
+
+    def _declare(self, spec: AgentSpec) -> None:
+        if spec.name in self.agents:
+            raise InvalidTask(f"agent {spec.name!r} is declared twice")
+        self.agents[spec.name] = spec
+
+    @staticmethod
+    def _check_options(
+        name: str,
+        *,
+        max_attempts: int = 3,
+        lease_seconds: float = 60,
+        max_concurrent: int | None = None,
+        max_tpm: int | None = None,
+        max_rpm: int | None = None,
+        window_seconds: float = 60.0,
+        **_: Any,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidTask("an agent needs a name")
         if not 1 <= max_attempts <= 1000:
             raise InvalidTask("max_attempts must be between 1 and 1000")
         if not 1 <= lease_seconds <= 86400:
@@ -131,27 +189,6 @@ class App:
                 raise InvalidTask(f"{limit_name} must be a positive integer or None")
         if not 0 < window_seconds <= 86400:
             raise InvalidTask("window_seconds must be between 0 and 86400")
-
-        def register(fn: F) -> F:
-            if name in self.agents:
-                raise InvalidTask(f"agent {name!r} is declared twice")
-            self.agents[name] = AgentSpec(
-                name=name,
-                fn=fn,
-                is_async=inspect.iscoroutinefunction(fn),
-                max_attempts=max_attempts,
-                lease_seconds=float(lease_seconds),
-                max_concurrent=max_concurrent,
-                max_tpm=max_tpm,
-                max_rpm=max_rpm,
-                backoff_base=backoff_base,
-                backoff_max=backoff_max,
-                window_seconds=float(window_seconds),
-                estimate_tokens=estimate_tokens,
-            )
-            return fn
-
-        return register
 
     # -----------------------------------------------------------------------------------
     # The connection, one per event loop
@@ -316,6 +353,13 @@ class App:
         except Exception as exc:
             raise InvalidTask(f"the token estimator of agent {task.agent!r} failed: {exc}") from exc
         return dataclasses.replace(task, estimated_tokens=int(estimate))
+
+
+def _spec_options(options: dict[str, Any]) -> dict[str, Any]:
+    values = dict(options)
+    values["lease_seconds"] = float(values.get("lease_seconds", 60))
+    values["window_seconds"] = float(values.get("window_seconds", 60.0))
+    return values
 
 
 def _new_task(values: dict[str, Any]) -> NewTask:

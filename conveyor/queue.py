@@ -82,6 +82,8 @@ class Outcome:
     input_tokens: int | None = None
     output_tokens: int | None = None
     started_after: float = 0.0  # seconds the claimed task waited in the worker's buffer
+    trace_id: str | None = None
+    llm_cost_usd: float | None = None
     agent: str | None = None  # for the worker's own bookkeeping (throttling); not written
 
 
@@ -536,6 +538,8 @@ def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
         "input_tokens": [o.input_tokens for o in outcomes],
         "output_tokens": [o.output_tokens for o in outcomes],
         "started_after": [o.started_after for o in outcomes],
+        "trace_ids": [o.trace_id for o in outcomes],
+        "llm_costs": [o.llm_cost_usd for o in outcomes],
     }
 
 
@@ -697,3 +701,26 @@ async def list_tasks(
 async def count_by_status(conn: Connection) -> list[DictRow]:
     cur = await conn.execute(Q.tasks_count_by_status)
     return await cur.fetchall()
+
+
+# ---------------------------------------------------------------------------------------
+# External jobs
+
+
+async def callback_key(conn: Connection) -> str:
+    """The database's key for callback secrets (created on first use)."""
+    from conveyor.external import new_key
+
+    cur = await conn.execute(Q.keys_callbacks, {"value": new_key()})
+    row = await cur.fetchone()
+    assert row is not None
+    return str(row["value"])
+
+
+async def set_run_id(conn: Connection, attempt_id: int, run_id: str) -> None:
+    await conn.execute(Q.attempts_set_run_id, {"attempt_id": attempt_id, "run_id": run_id})
+
+
+async def attempt_for_callback(conn: Connection, attempt_id: int) -> DictRow | None:
+    cur = await conn.execute(Q.attempts_for_callback, {"attempt_id": attempt_id})
+    return await cur.fetchone()

@@ -10,6 +10,8 @@ CONVEYOR_SWEEP_INTERVAL    seconds between sweeps for expired leases (default 2)
 CONVEYOR_SHUTDOWN_TIMEOUT  seconds running tasks get to finish on SIGTERM (default 30)
 CONVEYOR_PRUNE_AFTER       e.g. 30d: workers delete tasks finished longer ago (default: keep)
 CONVEYOR_LOG_FORMAT        text or json (default text)
+CONVEYOR_PUBLIC_URL        where external jobs reach the web app for their callbacks
+                           (default http://127.0.0.1:8000)
 
 Durations accept a unit: 500ms, 45s, 10m, 12h, 30d.
 """
@@ -79,6 +81,7 @@ class Settings:
     shutdown_timeout: float = 30.0
     prune_after: float | None = None
     log_format: str = "text"
+    public_url: str = "http://127.0.0.1:8000"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -97,4 +100,5 @@ class Settings:
             shutdown_timeout=_env_float("CONVEYOR_SHUTDOWN_TIMEOUT", 30.0),
             prune_after=parse_duration(prune) if prune else None,
             log_format=log_format,
+            public_url=os.environ.get("CONVEYOR_PUBLIC_URL") or "http://127.0.0.1:8000",
         )

@@ -42,6 +42,7 @@ from conveyor import queue
 from conveyor.app import AgentSpec, App
 from conveyor.db.pool import TRANSIENT_ERRORS, Database
 from conveyor.errors import DatabaseUnavailable, PermanentFailure, Throttled
+from conveyor.external import Dispatcher, Job, attempt_secret
 from conveyor.listener import Listener
 from conveyor.log import fields
 from conveyor.queue import ClaimedTask, Outcome
@@ -101,6 +102,8 @@ class Worker:
         self._progress = asyncio.Event()  # an exchange ended
         self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="conveyor-agent")
         self._db: Database | None = None
+        self._external: dict[int, asyncio.Future[None]] = {}  # external jobs awaiting callback
+        self._callback_key: str | None = None
         self.sweeper: Sweeper | None = None
         self.pruner: Pruner | None = None
         # Counters, for tests and logs.
@@ -402,6 +405,10 @@ class Worker:
         )
         kind, result, error, retry_delay = "failed", None, None, None
         try:
+            if spec.dispatcher is not None:
+                await self._run_external(spec.dispatcher, claimed)
+                self._settled_elsewhere(claimed)
+                return
             value = await self._call(spec, task)
             result = json.dumps(value, allow_nan=False, default=_not_json)
             kind = "succeeded"
@@ -416,6 +423,9 @@ class Worker:
             retry_delay = exc.retry_after if exc.retry_after is not None else spec.backoff_base
         except PermanentFailure as exc:
             error = _describe(exc)
+        except JobFailed as exc:
+            error = str(exc)
+            retry_delay = backoff(claimed.charged_attempts, spec.backoff_base, spec.backoff_max)
         except _NotJson as exc:
             error = f"the agent's return value is not JSON: {exc}"
             retry_delay = None  # the same code will return the same thing again
@@ -444,6 +454,7 @@ class Worker:
         self._fill_slots()
 
     async def _call(self, spec: AgentSpec, task: Task) -> Any:
+        assert spec.fn is not None
         if spec.is_async:
             return await spec.fn(task)
         loop = asyncio.get_running_loop()
@@ -453,6 +464,79 @@ class Worker:
     def _report(self, outcome: Outcome) -> None:
         self._outcomes.append(outcome)
         self._outcome_ready.set()
+
+    # -----------------------------------------------------------------------------------
+    # External jobs
+
+    async def _run_external(self, dispatcher: Dispatcher, claimed: ClaimedTask) -> None:
+        """Dispatch the attempt's job and wait for its callback to end the attempt (we hear
+        of it by NOTIFY, or at the latest when the lease renewal finds the task gone).
+        Raises JobFailed when the job ends, or times out, without calling back."""
+        assert self._db is not None
+        if self._callback_key is None:
+            async with self._db.connection() as conn:
+                self._callback_key = await queue.callback_key(conn)
+        job = Job(
+            task_id=claimed.id,
+            attempt=claimed.attempt,
+            attempt_id=claimed.attempt_id,
+            agent=claimed.agent,
+            payload=claimed.payload,
+            callback_url=f"{self.settings.public_url.rstrip('/')}/api/callbacks/"
+            f"{claimed.attempt_id}",
+            secret=attempt_secret(self._callback_key, claimed.attempt_id),
+        )
+        called_back: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._external[claimed.id] = called_back
+        dispatched = None
+        try:
+            try:
+                dispatched = await dispatcher.dispatch(job)
+            except Exception as exc:
+                raise JobFailed(f"the job could not be started: {exc}") from exc
+            await self._record_run_id(claimed.attempt_id, dispatched.run_id)
+            waits: list[asyncio.Future[Any]] = [called_back]
+            if dispatched.ended is not None:
+                waits.append(asyncio.ensure_future(dispatched.ended))
+            timeout = getattr(dispatcher, "timeout", None)
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if called_back.done():
+                return
+            if len(waits) > 1 and waits[1].done():
+                # The job ended. Its callback may still be on its way: give it a moment.
+                grace = getattr(dispatcher, "callback_grace", 5.0)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(called_back), grace)
+                    return
+                raise JobFailed(
+                    f"job {dispatched.run_id} exited with status {waits[1].result()} "
+                    "without calling back"
+                )
+            raise JobFailed(f"job {dispatched.run_id} did not call back within {timeout:g}s")
+        except asyncio.CancelledError:
+            if dispatched is not None and dispatched.stop is not None:
+                dispatched.stop()
+            raise
+        finally:
+            self._external.pop(claimed.id, None)
+
+    async def _record_run_id(self, attempt_id: int, run_id: str) -> None:
+        assert self._db is not None
+        try:
+            async with self._db.connection() as conn:
+                await queue.set_run_id(conn, attempt_id, run_id)
+        except TRANSIENT_ERRORS as exc:
+            log.warning(
+                "could not record a job's run id",
+                extra=fields(attempt_id=attempt_id, run_id=run_id, error=str(exc)),
+            )
+
+    def _settled_elsewhere(self, claimed: ClaimedTask) -> None:
+        """A callback ended the attempt: nothing left to write, only to forget."""
+        if self.held.get(claimed.id) == claimed.attempt:
+            del self.held[claimed.id]
+        self.finished_count += 1
+        self._progress.set()
 
     # -----------------------------------------------------------------------------------
     # Leases
@@ -494,7 +578,13 @@ class Worker:
         status = event.get("status")
         if status == "enqueued" and event.get("agent") in self.specs:
             self._wake.set()
-        elif status == "cancelled":
+        if status != "processing":
+            # An external job's callback ended its attempt (the task moved on).
+            for task_id in event.get("ids", ()):
+                called_back = self._external.get(task_id)
+                if called_back is not None and not called_back.done() and status != "cancelled":
+                    called_back.set_result(None)
+        if status == "cancelled":
             for task_id in event.get("ids", ()):
                 self._take_away(task_id, "cancelled")
 
@@ -539,6 +629,10 @@ def backoff(failures: int, base: float, cap: float) -> float:
 
 class _NotJson(Exception):
     pass
+
+
+class JobFailed(Exception):
+    """An external job ended, failed to start, or timed out without calling back."""
 
 
 def _not_json(value: Any) -> Any:

@@ -216,9 +216,9 @@ WITH outcome AS (
     FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[], %(outcomes)s::text[],
                 %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
                 %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[],
-                %(started_after)s::float8[])
+                %(started_after)s::float8[], %(trace_ids)s::text[], %(llm_costs)s::numeric[])
          AS o(task_id, attempt, outcome, result, error, retry_delay, model,
-              input_tokens, output_tokens, started_after)
+              input_tokens, output_tokens, started_after, trace_id, llm_cost)
 ), decided AS (
     SELECT o.*,
            CASE
@@ -262,9 +262,12 @@ WITH outcome AS (
         finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE clock_timestamp() END,
         error = CASE WHEN e.id IS NULL THEN a.error ELSE o.error END,
         late_outcome = CASE WHEN e.id IS NULL THEN coalesce(a.late_outcome, o.outcome) END,
+        -- Usage is recorded once per attempt: the first report wins, a repeat changes nothing.
         model = coalesce(a.model, o.model),
         input_tokens = coalesce(a.input_tokens, o.input_tokens),
-        output_tokens = coalesce(a.output_tokens, o.output_tokens)
+        output_tokens = coalesce(a.output_tokens, o.output_tokens),
+        trace_id = coalesce(a.trace_id, o.trace_id),
+        llm_cost_usd = coalesce(a.llm_cost_usd, o.llm_cost)
     FROM outcome o
     LEFT JOIN ended e ON e.id = o.task_id
     WHERE a.task_id = o.task_id
@@ -422,3 +425,27 @@ WITH doomed AS MATERIALIZED (
 )
 DELETE FROM tasks t USING doomed d WHERE t.id = d.id
 RETURNING t.id;
+
+-- name: keys_callbacks
+-- The key callback secrets derive from: created by the first process that needs it.
+WITH created AS (
+    INSERT INTO conveyor_keys (name, value) VALUES ('callbacks', %(value)s)
+    ON CONFLICT (name) DO NOTHING
+    RETURNING value
+)
+SELECT value FROM created
+UNION ALL
+SELECT value FROM conveyor_keys WHERE name = 'callbacks'
+LIMIT 1;
+
+-- name: attempts_set_run_id
+-- The dispatcher's name for the job. A callback may already have ended the attempt:
+-- the run id is recorded all the same, for the record.
+UPDATE task_attempts SET run_id = %(run_id)s WHERE id = %(attempt_id)s AND run_id IS NULL;
+
+-- name: attempts_for_callback
+SELECT a.id, a.task_id, a.attempt, a.agent, a.status, a.late_outcome,
+       t.status AS task_status, t.attempts AS task_attempts, t.free_attempts, t.max_attempts
+FROM task_attempts a
+JOIN tasks t ON t.id = a.task_id
+WHERE a.id = %(attempt_id)s;

@@ -20,7 +20,7 @@ from conveyor.app import App
 from conveyor.errors import TaskNotFound
 from conveyor.queue import NewTask
 from conveyor.states import TaskStatus
-from conveyor.web import documents, errors
+from conveyor.web import callbacks, documents, errors
 from conveyor.web.errors import ApiError, error_response
 from conveyor.web.models import ErrorOut, Health, TaskCreate, TaskOut, TaskPage, TaskSummary
 
@@ -51,6 +51,7 @@ def create_app(app: App) -> FastAPI:
         api.add_middleware(BearerAuth, token=app.settings.api_token)
     _routes(api, app)
     api.include_router(documents.router(app))
+    api.include_router(callbacks.router(app))
     return api
 
 

@@ -1,0 +1,157 @@
+"""POST /api/callbacks/{attempt_id}: an external job reports how its attempt ended.
+
+Authenticated by the attempt's own secret (HMAC-SHA256 of "{timestamp}.{body}"), not by
+the API token. Idempotent: webhooks arrive twice, late, or out of order, so
+
+- while the attempt runs, the outcome is applied, through the same fenced write as a
+  worker's, and its usage and cost are recorded (once: a repeat changes nothing);
+- once the attempt has ended, a callback changes nothing and gets 200 with the current
+  state, so a redelivery gets the same answer as the first delivery;
+- an attempt that lost its lease (the sweeper gave the task to another attempt) refuses it
+  with 409, and keeps it on record (`late_outcome`, with the usage it reports).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from conveyor import queue
+from conveyor.app import App
+from conveyor.external import SIGNATURE_HEADER, TIMESTAMP_HEADER, attempt_secret, verify
+from conveyor.queue import Outcome
+from conveyor.web.errors import ApiError
+from conveyor.worker import backoff
+
+Tokens = Annotated[int, Field(ge=0, le=2**31 - 1)]
+
+
+class CallbackUsage(BaseModel):
+    model: str | None = Field(default=None, max_length=200)
+    input_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
+
+
+class CallbackBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["succeeded", "failed"]
+    result: Any = None
+    error: str | None = Field(default=None, max_length=100_000)
+    retry: bool = Field(default=True, description="failed: retry if attempts remain")
+    usage: CallbackUsage | None = None
+    cost_usd: Annotated[float, Field(ge=0, le=1e6)] | None = None
+    trace_id: str | None = Field(default=None, max_length=200)
+
+
+class CallbackAnswer(BaseModel):
+    task_id: int
+    attempt: int
+    task_status: str
+    attempt_status: str
+
+
+def router(app: App) -> APIRouter:
+    api = APIRouter(tags=["external jobs"])
+    keys: list[str] = []  # the database's callback key, read once
+
+    @api.post(
+        "/api/callbacks/{attempt_id}",
+        response_model=CallbackAnswer,
+        openapi_extra={
+            "requestBody": {
+                "content": {"application/json": {"schema": CallbackBody.model_json_schema()}},
+                "required": True,
+            }
+        },
+    )
+    async def callback(attempt_id: str, request: Request) -> CallbackAnswer:
+        """Finish an attempt of an external job. Headers: `X-Conveyor-Timestamp` (Unix
+        seconds) and `X-Conveyor-Signature: sha256=<hex HMAC of "{timestamp}.{body}">`."""
+        number = _attempt_id(attempt_id)
+        raw = await request.body()
+        db = await app.database()
+        async with db.connection() as conn:
+            row = await queue.attempt_for_callback(conn, number)
+            if row is None:
+                raise ApiError(404, "not_found", f"no attempt with id {attempt_id!r}")
+            if not keys:
+                keys.append(await queue.callback_key(conn))
+            problem = verify(
+                attempt_secret(keys[0], number),
+                raw,
+                request.headers.get(TIMESTAMP_HEADER),
+                request.headers.get(SIGNATURE_HEADER),
+            )
+            if problem is not None:
+                raise ApiError(401, "bad_signature", problem)
+            body = _parse(raw)
+            running = (
+                row["status"] == "running"
+                and row["task_status"] == "processing"
+                and row["task_attempts"] == row["attempt"]
+            )
+            if running or row["status"] in ("lost", "cancelled"):
+                # Applied while the attempt runs; otherwise fenced off and kept on record.
+                await queue.finish(conn, [_outcome(app, row, body)])
+            if row["status"] == "lost":
+                raise ApiError(
+                    409,
+                    "attempt_ended",
+                    f"attempt {number} had already lost its lease; the task went "
+                    "to another attempt, and this outcome was recorded, not applied",
+                )
+            now = await queue.attempt_for_callback(conn, number)
+        assert now is not None
+        return CallbackAnswer(
+            task_id=now["task_id"],
+            attempt=now["attempt"],
+            task_status=now["task_status"],
+            attempt_status=now["status"],
+        )
+
+    return api
+
+
+def _attempt_id(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 0 < int(text) < 2**63:
+        raise ApiError(404, "not_found", f"no attempt with id {text!r}")
+    return int(text)
+
+
+def _parse(raw: bytes) -> CallbackBody:
+    try:
+        return CallbackBody.model_validate_json(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first.get("type") == "json_invalid":
+            raise ApiError(
+                400, "malformed_json", f"the body is not valid JSON: {first['msg']}"
+            ) from None
+        where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+        raise ApiError(422, "invalid_request", f"{where}: {first['msg']}") from None
+
+
+def _outcome(app: App, row: Any, body: CallbackBody) -> Outcome:
+    usage = body.usage or CallbackUsage()
+    retry_delay = None
+    if body.status == "failed" and body.retry:
+        spec = app.agents.get(row["agent"])
+        base, cap = (spec.backoff_base, spec.backoff_max) if spec else (1.0, 300.0)
+        retry_delay = backoff(row["attempt"] - row["free_attempts"], base, cap)
+    return Outcome(
+        task_id=row["task_id"],
+        attempt=row["attempt"],
+        outcome=body.status,
+        result=json.dumps(body.result) if body.status == "succeeded" else None,
+        error=body.error if body.status == "failed" else None,
+        retry_delay=retry_delay,
+        model=usage.model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        trace_id=body.trace_id,
+        llm_cost_usd=body.cost_usd,
+    )
