@@ -72,6 +72,8 @@ async def cmd_up(args: argparse.Namespace) -> int:
     from conveyor.web.serve import make_server
 
     app.settings = _settings(args)
+    if not os.environ.get("CONVEYOR_PUBLIC_URL"):  # external jobs call back to this server
+        app.settings = replace(app.settings, public_url=f"http://{args.host}:{args.port}")
     server = make_server(create_app(app), args.host, args.port, token=app.settings.api_token)
     where = (
         "CONVEYOR_DATABASE_URL"
