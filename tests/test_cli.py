@@ -204,3 +204,57 @@ def test_limits_show_set_and_reset(database_url: str) -> None:
     assert unknown.returncode == 1 and "unknown agent 'ghost'" in unknown.stderr
     bad = conveyor("limits", "set", "invoice", "--max-tpm", "-5", url=database_url)
     assert bad.returncode == 2 and "must be 0 or more" in bad.stderr
+
+
+def test_web_refuses_to_listen_beyond_loopback_without_a_token(database_url: str) -> None:
+    result = conveyor("web", "--host", "0.0.0.0", "--port", "0", url=database_url)
+    assert result.returncode == 1
+    assert "refusing to listen on 0.0.0.0 without CONVEYOR_API_TOKEN" in result.stderr
+
+
+async def test_web_serves_the_api_and_stops_on_sigterm(database_url: str) -> None:
+    import socket
+
+    import httpx
+
+    with socket.socket() as probe:  # a free port for the server
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CONVEYOR_DATABASE_URL": database_url}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "conveyor.cli",
+            "web",
+            "--app",
+            "tests.worker_app:app",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+
+        async def healthy() -> bool:
+            try:
+                async with httpx.AsyncClient() as client:
+                    answer = await client.get(f"http://127.0.0.1:{port}/healthz")
+                    return answer.status_code == 200
+            except httpx.TransportError:
+                return False
+
+        await wait_for(healthy, timeout=30, what="the web app")
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            created = await client.post("/api/tasks", json={"agent": "noop"})
+        assert created.status_code == 201, "the --app's agents are registered"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
