@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 from pydantic import BaseModel, computed_field
@@ -119,18 +119,19 @@ class Recorder:
     def limits(self) -> Limits:
         return self._window.limits
 
-    def set_limits(self, limits: Limits) -> None:
-        """New limits from now on. What the window already holds keeps counting."""
+    def change_limits(self, changes: Mapping[str, object]) -> Limits:
+        """Change some of the limits from now on. What the window holds keeps counting."""
         with self._lock:
+            limits = Limits.model_validate({**self._window.limits.model_dump(), **changes})
             self._window.limits = limits
             self._periods.append(Period(limits=limits, started_at=self._clock()))
+            return limits
 
-    def reset(self, limits: Limits | None = None) -> None:
-        """Forget everything: an empty window and log, under `limits` or the current ones."""
+    def reset(self) -> None:
+        """Forget everything but the limits: an empty window, log and stats."""
         with self._lock:
-            limits = self._window.limits if limits is None else limits
-            self._window = RollingWindow(limits)
-            self._start(limits)
+            self._window.clear()
+            self._start(self._window.limits)
 
     def admit(
         self, *, request_id: str, model: str, prompt_tokens: int, completion_tokens: int
@@ -166,7 +167,7 @@ class Recorder:
             entry.finished_at = self._clock()
             self._in_flight.discard(entry.request_id)
 
-    def invalid(self, *, request_id: str, error: str, model: str | None = None) -> LogEntry:
+    def invalid(self, *, request_id: str, error: str) -> LogEntry:
         with self._lock:
             return self._append(
                 LogEntry(
@@ -175,7 +176,6 @@ class Recorder:
                     request_id=request_id,
                     outcome="invalid",
                     status=400,
-                    model=model,
                     at=self._clock(),
                     error=error,
                 )

@@ -39,6 +39,9 @@ from conveyor.llm.recorder import LogEntry, Recorder, Stats
 from conveyor.llm.routes import create_app
 from conveyor.llm.window import Limits
 
+BACKLOG = 2048
+KEEP_ALIVE_SECONDS = 75
+
 Responder = Callable[[ChatCompletionRequest], str]
 """Makes the answer's content. Its length decides the completion tokens, hence the cost."""
 
@@ -83,9 +86,7 @@ class Simulator:
 
     def set_limits(self, **changes: float | None) -> Limits:
         """Change some of rpm, tpm (None: unlimited) and window_seconds, from now on."""
-        limits = Limits.model_validate({**self.limits.model_dump(), **changes})
-        self.recorder.set_limits(limits)
-        return limits
+        return self.recorder.change_limits(changes)
 
     def reset(self) -> None:
         """Forget the log and empty the window; the limits stay."""
@@ -190,10 +191,17 @@ class _EmbeddedServer(uvicorn.Server):
 
 
 def _uvicorn_config(app: FastAPI, log_level: str = "warning") -> uvicorn.Config:
-    # log_config=None: do not reconfigure the host program's logging.
-    # ws="none": no websockets here, and their import would warn on some versions.
     return uvicorn.Config(
-        app, log_config=None, log_level=log_level, access_log=False, lifespan="off", ws="none"
+        app,
+        log_config=None,  # leave the host program's logging alone
+        log_level=log_level,
+        access_log=False,
+        lifespan="off",
+        ws="none",  # no websockets here, and importing them warns on some versions
+        backlog=BACKLOG,
+        # Longer than clients keep idle connections (httpx: 5 s), so that the client, not
+        # the server, closes them: no request sent on a connection the server just closed.
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
 
 
@@ -208,13 +216,15 @@ async def _started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A bound socket for `host:port`. Binding here, not in uvicorn, gives the real port
-    of port 0 and a plain OSError (uvicorn would sys.exit) when the port is taken."""
+    """A listening socket on `host:port`. Made here rather than by uvicorn: port 0 then has
+    its real port at once, connections made before uvicorn accepts wait in the backlog, and
+    a taken port is a plain OSError (uvicorn would sys.exit)."""
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise
@@ -247,14 +257,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rpm", type=_positive_int, help="requests per window (default: none)")
     parser.add_argument("--tpm", type=_positive_int, help="tokens per window (default: none)")
     parser.add_argument("--window", type=float, default=60.0, help="window seconds (60)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8089)
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="127.0.0.1; loopback only without --allow-remote"
+    )
+    parser.add_argument("--port", type=int, default=8089, help="8089; 0 picks a free port")
     parser.add_argument("--base-latency", type=float, default=0.05, help="seconds (0.05)")
     parser.add_argument(
-        "--per-token-latency", type=float, default=0.0002, help="seconds per completion token"
+        "--per-token-latency",
+        type=float,
+        default=0.0002,
+        help="seconds per completion token (0.0002)",
     )
     parser.add_argument(
-        "--allow-remote", action="store_true", help="allow a host other than loopback"
+        "--allow-remote", action="store_true", help="allow a --host that is not loopback"
     )
     return parser
 
@@ -281,7 +296,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as exc:  # pydantic's ValidationError is one
         parser.error(str(exc))
-    sock = bind(args.host, args.port)
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        parser.error(f"cannot listen on {args.host}:{args.port}: {exc}")
     url = url_of(sock)
     print(f"LLM simulator on {url} (OpenAI base_url: {url}/v1), {simulator.limits}", flush=True)
     print("Ctrl-C to stop", flush=True)
