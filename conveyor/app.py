@@ -12,14 +12,15 @@ import dataclasses
 import inspect
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from conveyor import queue
 from conveyor.db.migrate import migrate
-from conveyor.db.pool import Database, resolve_url
+from conveyor.db.pool import Connection, Database, resolve_url
 from conveyor.errors import InvalidTask
 from conveyor.external import Dispatcher
 from conveyor.queue import NewTask, TaskRecord
@@ -201,6 +202,13 @@ class App:
                 self._url = resolve_url(self.settings)
             return self._url
 
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A connection from this loop's pool (autocommit), for queries of your own."""
+        db = await self.database()
+        async with db.connection() as conn:
+            yield conn
+
     def _resolve_url(self) -> str:
         return self.database_url
 
@@ -297,18 +305,15 @@ class App:
             return await queue.enqueue_many(conn, batch, known_agents=runtime.known_agents)
 
     async def get_task_async(self, task_id: int) -> TaskRecord:
-        db = await self.database()
-        async with db.connection() as conn:
+        async with self.connection() as conn:
             return await queue.get_task(conn, task_id)
 
     async def cancel_async(self, task_id: int) -> TaskRecord:
-        db = await self.database()
-        async with db.connection() as conn:
+        async with self.connection() as conn:
             return await queue.cancel(conn, task_id)
 
     async def retry_async(self, task_id: int) -> TaskRecord:
-        db = await self.database()
-        async with db.connection() as conn:
+        async with self.connection() as conn:
             return await queue.retry(conn, task_id)
 
     # -----------------------------------------------------------------------------------

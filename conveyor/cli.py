@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import json
 import os
@@ -12,6 +13,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from conveyor import queue
@@ -19,6 +21,7 @@ from conveyor.app import App
 from conveyor.errors import ConveyorError
 from conveyor.log import configure
 from conveyor.settings import Settings, parse_duration
+from conveyor.states import FINISHED
 from conveyor.worker import Worker
 
 if TYPE_CHECKING:
@@ -179,11 +182,8 @@ async def cmd_web(args: argparse.Namespace) -> int:
 async def cmd_migrate(args: argparse.Namespace) -> int:
     from conveyor.db.migrate import migrate
 
-    app = App(settings=_settings(args), auto_migrate=False)
-    db = await app.database()
-    async with db.connection() as conn:
+    async with App(settings=_settings(args), auto_migrate=False) as app, app.connection() as conn:
         applied = await migrate(conn)
-    await app.aclose()
     print(
         f"applied {len(applied)} migration(s): {', '.join(applied)}"
         if applied
@@ -193,29 +193,81 @@ async def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 async def cmd_enqueue(args: argparse.Namespace) -> int:
-    app = App(settings=_settings(args))
     try:
         payload = json.loads(args.payload) if args.payload is not None else None
     except ValueError as exc:
         raise CliError(f"the payload is not JSON: {exc}") from None
-    task_id = await app.enqueue_async(
-        args.agent,
-        payload,
-        priority=args.priority,
-        idempotency_key=args.key,
-        run_after=parse_duration(args.delay) if args.delay else None,
-    )
-    await app.aclose()
+    async with App(settings=_settings(args)) as app:
+        task_id = await app.enqueue_async(
+            args.agent,
+            payload,
+            priority=args.priority,
+            idempotency_key=args.key,
+            run_after=parse_duration(args.delay) if args.delay else None,
+        )
     print(task_id)
     return 0
 
 
+async def cmd_submit(args: argparse.Namespace) -> int:
+    from conveyor.documents import submit_files
+
+    if not args.agent:
+        raise CliError("name the agent that processes the files: --agent NAME")
+    async with App(settings=_settings(args)) as app:
+        submitted = await submit_files(
+            app,
+            args.files,
+            agent=args.agent,
+            priority=args.priority,
+            idempotency_key=args.key,
+            rerun=args.rerun,
+        )
+        for item in submitted:
+            note = " (already submitted: the same task)" if item.duplicate else ""
+            print(f"{item.name or item.document.sha256[:12]}: task {item.task_id}{note}")
+        if not args.wait:
+            return 0
+        outcomes = await _wait_for(app, [item.task_id for item in submitted])
+    failed = [task_id for task_id, status in outcomes.items() if status != "completed"]
+    return 1 if failed else 0
+
+
+async def _wait_for(app: App, task_ids: list[int]) -> dict[int, str]:
+    """Wait until every task is finished, printing each as it finishes: woken by the
+    database's NOTIFYs, with a poll every second in case they do not arrive."""
+    from conveyor.listener import Listener
+
+    woken = asyncio.Event()
+    listener = Listener(
+        (await app.database()).url, lambda event: woken.set(), on_reconnect=woken.set
+    )
+    listening = asyncio.create_task(listener.run())
+    finished: dict[int, str] = {}
+    try:
+        while len(finished) < len(task_ids):
+            for task_id in task_ids:
+                if task_id in finished:
+                    continue
+                task = await app.get_task_async(task_id)
+                if task.status in FINISHED:
+                    finished[task_id] = task.status
+                    detail = f": {(task.error or '').splitlines()[0]}" if task.error else ""
+                    print(f"task {task_id}: {task.status}{detail}", flush=True)
+            woken.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), 1.0)
+    finally:
+        listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
+        await listener.close()
+    return finished
+
+
 async def cmd_tasks(args: argparse.Namespace) -> int:
-    app = App(settings=_settings(args))
-    db = await app.database()
-    async with db.connection() as conn:
+    async with App(settings=_settings(args)) as app, app.connection() as conn:
         rows = await queue.list_tasks(conn, status=args.status, agent=args.agent, limit=args.limit)
-    await app.aclose()
     _print_table(
         ["id", "agent", "status", "priority", "attempts", "created", "finished", "error"],
         [
@@ -236,66 +288,49 @@ async def cmd_tasks(args: argparse.Namespace) -> int:
 
 
 async def cmd_task(args: argparse.Namespace) -> int:
-    app = App(settings=_settings(args))
-    try:
+    async with App(settings=_settings(args)) as app:
         task = await app.get_task_async(args.id)
-    finally:
-        await app.aclose()
     print(json.dumps(_record(task), indent=2, default=str))
     return 0
 
 
 async def cmd_cancel(args: argparse.Namespace) -> int:
-    app = App(settings=_settings(args))
-    try:
+    async with App(settings=_settings(args)) as app:
         task = await app.cancel_async(args.id)
-    finally:
-        await app.aclose()
     print(f"task {task.id}: {task.status}")
     return 0
 
 
 async def cmd_retry(args: argparse.Namespace) -> int:
-    app = App(settings=_settings(args))
-    try:
+    async with App(settings=_settings(args)) as app:
         task = await app.retry_async(args.id)
-    finally:
-        await app.aclose()
     print(f"task {task.id}: {task.status}")
     return 0
 
 
 async def cmd_prune(args: argparse.Namespace) -> int:
-    app = App(settings=_settings(args))
-    db = await app.database()
-    async with db.connection() as conn:
+    async with App(settings=_settings(args)) as app, app.connection() as conn:
         deleted = await queue.prune(
             conn, older_than=parse_duration(args.older_than), batch=args.batch
         )
-    await app.aclose()
     print(f"deleted {deleted} finished task(s) older than {args.older_than}")
     return 0
 
 
 async def cmd_limits(args: argparse.Namespace) -> int:
-    app = App(settings=_settings(args))
-    db = await app.database()
-    try:
-        async with db.connection() as conn:
-            if args.action == "set":
-                await queue.set_limits(
-                    conn,
-                    args.agent,
-                    max_concurrent=args.max_concurrent,
-                    max_tpm=args.max_tpm,
-                    max_rpm=args.max_rpm,
-                    window_seconds=args.window,
-                )
-            elif args.action == "reset":
-                await queue.reset_limits(conn, args.agent)
-            rows = await queue.agent_limits(conn)
-    finally:
-        await app.aclose()
+    async with App(settings=_settings(args)) as app, app.connection() as conn:
+        if args.action == "set":
+            await queue.set_limits(
+                conn,
+                args.agent,
+                max_concurrent=args.max_concurrent,
+                max_tpm=args.max_tpm,
+                max_rpm=args.max_rpm,
+                window_seconds=args.window,
+            )
+        elif args.action == "reset":
+            await queue.reset_limits(conn, args.agent)
+        rows = await queue.agent_limits(conn)
     _print_table(
         ["agent", "concurrent", "tokens/window", "requests/window", "window", "set by", "throttle"],
         [
@@ -459,6 +494,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", type=int, default=0)
     p.add_argument("--key", help="idempotency key")
     p.add_argument("--delay", type=_duration, help="run after this long, e.g. 30s or 5m")
+
+    p = command("submit", cmd_submit, "store files as documents and make each a task")
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    p.add_argument("--agent", help="the agent that processes them")
+    p.add_argument("--priority", type=int, default=0)
+    p.add_argument("--key", help="idempotency key of a re-run (see --rerun)")
+    p.add_argument(
+        "--rerun",
+        action="store_true",
+        help="a new task even if the same bytes were submitted to the agent before",
+    )
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait until the tasks finish; exit 1 if any did not complete",
+    )
 
     p = command("tasks", cmd_tasks, "list recent tasks")
     p.add_argument(

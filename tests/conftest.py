@@ -42,7 +42,7 @@ def server_url() -> Iterator[str]:
     folder = Path(tempfile.gettempdir()) / f"conveyor-test-pg-{os.getuid()}"
     server = EmbeddedPostgres(folder)
     yield server.start()
-    server.stop()
+    server.release()  # stops it, unless another test session still uses it
 
 
 @pytest.fixture(scope="session")

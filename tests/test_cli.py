@@ -258,3 +258,54 @@ async def test_web_serves_the_api_and_stops_on_sigterm(database_url: str) -> Non
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, out
+
+
+def _pdf(path: Path, pages: int = 1) -> Path:
+    import pypdfium2
+
+    document = pypdfium2.PdfDocument.new()
+    for _ in range(pages):
+        document.new_page(200, 200)
+    document.save(str(path))
+    return path
+
+
+def test_submit_stores_files_and_waits_for_their_tasks(database_url: str, tmp_path: Path) -> None:
+    """`conveyor submit --wait` with a real worker process doing the work."""
+    from tests.processes import WorkerProcess
+
+    a, b = _pdf(tmp_path / "a.pdf"), _pdf(tmp_path / "b.pdf", pages=2)
+    env = {"CONVEYOR_HOME": str(tmp_path / "home")}
+    worker = WorkerProcess(database_url, concurrency=2, env=env)
+    try:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("INSERT INTO agents (name) VALUES ('pages') ON CONFLICT DO NOTHING")
+        done = conveyor(
+            "submit", str(a), str(b), "--agent", "pages", "--wait", url=database_url, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        assert "a.pdf: task" in done.stdout and done.stdout.count(": completed") == 2
+        again = conveyor("submit", str(a), "--agent", "pages", url=database_url, env=env)
+        assert "already submitted" in again.stdout
+    finally:
+        worker.close()
+    with psycopg.connect(database_url) as conn:
+        pages = conn.execute("SELECT result FROM tasks ORDER BY id").fetchall()
+    assert sorted(r[0]["pages"] for r in pages) == [1, 2]
+
+
+def test_submit_refuses_what_it_cannot_take(database_url: str, tmp_path: Path) -> None:
+    text = tmp_path / "notes.pdf"
+    text.write_text("not a pdf at all")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO agents (name) VALUES ('pages') ON CONFLICT DO NOTHING")
+    env = {"CONVEYOR_HOME": str(tmp_path / "home")}
+    refused = conveyor("submit", str(text), "--agent", "pages", url=database_url, env=env)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "text/plain" in refused.stderr or "not" in refused.stderr
+    missing = conveyor(
+        "submit", str(tmp_path / "nope.pdf"), "--agent", "pages", url=database_url, env=env
+    )
+    assert missing.returncode == 1 and "nope.pdf" in missing.stderr
+    no_agent = conveyor("submit", str(text), url=database_url, env=env)
+    assert no_agent.returncode == 1 and "--agent" in no_agent.stderr

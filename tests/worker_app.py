@@ -50,3 +50,9 @@ async def budgeted(task: Task) -> None:
     """Spends exactly what it reserved (1,000 tokens), on a scaled two-second minute."""
     await asyncio.sleep(0.01)
     task.report_usage(model="sim", input_tokens=800, output_tokens=200)
+
+
+@app.agent("pages")
+def pages(task: Task) -> dict[str, int]:
+    """A stand-in document agent: reports the page count it was given."""
+    return {"pages": int(task.payload["pages"])}

@@ -43,3 +43,4 @@ class Queries:
 
 
 queue = Queries("queue")
+documents = Queries("documents")
