@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -238,3 +239,143 @@ async def test_a_task_created_over_http_is_run_by_a_worker(settings: Settings) -
         await run
     assert task["result"] == "HI" and task["attempt_history"][0]["status"] == "succeeded"
     assert queue is not None
+
+
+# Regressions: what the schemathesis run (tests/test_api_fuzz.py) and probing around it
+# found answered with a 500. Each must be a 4xx that names the problem.
+
+
+@pytest.mark.parametrize(
+    ("body", "names", "what"),
+    [
+        ('{"agent": "invoice", "tenant": "a\\u0000b"}', "tenant", "NUL"),
+        ('{"agent": "invoice", "idempotency_key": "\\u0000"}', "idempotency_key", "NUL"),
+        ('{"agent": "invoice", "labels": {"k": "v\\u0000"}}', "labels", "NUL"),
+        ('{"agent": "invoice", "labels": {"k\\u0000": "v"}}', "labels", "NUL"),
+        ('{"agent": "invoice", "payload": {"a": [1, "\\u0000"]}}', "payload", "NUL"),
+        ('{"agent": "invoice", "payload": {"k\\u0000": 1}}', "payload", "NUL"),
+        ('{"agent": "x\\u0000"}', "agent", "NUL"),
+        ('{"agent": "invoice", "payload": "\\ud800"}', "payload", "surrogate"),
+        ('{"agent": "invoice", "labels": {"\\udfff": "v"}}', "labels", "surrogate"),
+        ('{"agent": "invoice", "run_after": "0001-01-01T00:00:00+01:00"}', "run_after", "range"),
+        ('{"agent": "invoice", "run_after": "9999-12-31T23:59:59-01:00"}', "run_after", "range"),
+        ('{"agent": "invoice", "payload": ' + "[" * 201 + "]" * 201 + "}", "payload", "nested"),
+    ],
+)
+async def test_what_postgresql_cannot_store_or_give_back_is_a_422(
+    client: httpx.AsyncClient, body: str, names: str, what: str
+) -> None:
+    response = await client.post(
+        "/api/tasks", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422, response.text
+    error = error_of(response)
+    assert error["code"] == "invalid_request"
+    assert names in error["message"] and what in error["message"], error
+
+
+async def test_times_with_any_offset_and_deep_payloads_are_stored_and_read_back(
+    client: httpx.AsyncClient,
+) -> None:
+    # PostgreSQL refuses offsets of 16 hours or more; ISO 8601 allows up to 23:59.
+    created = await client.post(
+        "/api/tasks", json={"agent": "invoice", "run_after": "2030-05-06T03:08:07-20:49"}
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["run_after"] == "2030-05-06T23:57:07Z"
+    listed = await client.get("/api/tasks", params={"since": "2000-01-01T00:00:00-20:49"})
+    assert listed.status_code == 200 and listed.json()["items"], listed.text
+    # Nested as deep as the API takes, the payload still serializes in the answer.
+    deep: Any = []
+    for _ in range(199):
+        deep = [deep]
+    created = await client.post("/api/tasks", json={"agent": "invoice", "payload": deep})
+    assert created.status_code == 201, created.text
+    read = await client.get(f"/api/tasks/{created.json()['id']}")
+    assert read.status_code == 200 and read.json()["payload"] == deep
+
+
+@pytest.mark.parametrize(
+    ("body", "names"),
+    [
+        (b'{"agent": "invoice", "tenant": "\xff"}', "not UTF-8"),
+        (b'{"agent": "invoice", "payload": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested"),
+        (b'{"agent": "invoice", "payload": ' + b"9" * 5000 + b"}", "digits"),
+        (b'{"agent": "invoice",', "Expecting property name"),
+    ],
+)
+async def test_bodies_json_cannot_read_are_400s_that_say_why(
+    client: httpx.AsyncClient, body: bytes, names: str
+) -> None:
+    response = await client.post(
+        "/api/tasks", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    error = error_of(response)
+    assert error["code"] == "malformed_json" and names in error["message"], error
+
+
+async def test_a_nul_in_a_filter_is_a_422(client: httpx.AsyncClient) -> None:
+    response = await client.get("/api/tasks", params={"agent": "a\x00"})
+    assert response.status_code == 422 and "agent" in error_of(response)["message"]
+
+
+async def test_callbacks_refuse_what_postgresql_cannot_store(settings: Settings) -> None:
+    from conveyor.external import attempt_secret, sign
+
+    app = App(settings=settings)
+    app.agent("invoice")(_noop)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        await app.enqueue_async("invoice", {})
+        db = await app.database()
+        async with db.connection() as conn:
+            (claimed,) = await queue.claim(conn, worker_id="w", agents=["invoice"], limit=1)
+            secret = attempt_secret(await queue.callback_key(conn), claimed.attempt_id)
+
+        async def post(body: bytes) -> httpx.Response:
+            return await client.post(
+                f"/api/callbacks/{claimed.attempt_id}",
+                content=body,
+                headers={"content-type": "application/json", **sign(secret, body)},
+            )
+
+        for body, names in [
+            (b'{"status": "failed", "error": "a\\u0000"}', "error"),
+            (b'{"status": "failed", "trace_id": "\\u0000"}', "trace_id"),
+            (b'{"status": "succeeded", "usage": {"model": "\\u0000"}}', "usage.model"),
+            (b'{"status": "succeeded", "result": {"k": "\\u0000"}}', "result"),
+            (b'{"status": "succeeded", "result": [NaN]}', "result"),
+            (b'{"status": "succeeded", "result": Infinity}', "result"),
+        ]:
+            response = await post(body)
+            assert response.status_code == 422, (body, response.text)
+            assert names in error_of(response)["message"], body
+        done = await post(b'{"status": "succeeded", "result": {"ok": true}}')
+        assert done.status_code == 200 and done.json()["task_status"] == "completed"
+
+
+async def test_the_openapi_document_says_what_the_routes_answer(
+    client: httpx.AsyncClient,
+) -> None:
+    spec = (await client.get("/openapi.json")).json()
+    # The callback body was pydantic's schema pasted whole: its "#/$defs/..." references
+    # resolved against the document's root, where there are none.
+    assert "#/$defs/" not in json.dumps(spec)
+    callback = spec["paths"]["/api/callbacks/{attempt_id}"]["post"]
+    body = callback["requestBody"]["content"]["application/json"]["schema"]
+    assert "input_tokens" in json.dumps(body["properties"]["usage"])
+    assert {p["name"] for p in callback["parameters"]} >= {
+        "X-Conveyor-Timestamp",
+        "X-Conveyor-Signature",
+    }
+    # An unhealthy /healthz answers its own body with the 503, not an error.
+    unhealthy = spec["paths"]["/healthz"]["get"]["responses"]["503"]
+    assert unhealthy["content"]["application/json"]["schema"]["$ref"].endswith("/Health")
+
+
+@pytest.mark.parametrize("path", ["/api/tasks/1%2F", "/api/tasks/a%2Fcancel%2F", "/api/tasks/"])
+async def test_a_trailing_slash_is_a_404_not_a_redirect(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    response = await client.get(path)
+    assert response.status_code == 404 and error_of(response)["code"] == "not_found"

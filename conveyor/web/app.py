@@ -12,7 +12,6 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Response, status
-from pydantic import AwareDatetime
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conveyor import queue
@@ -22,7 +21,16 @@ from conveyor.queue import NewTask
 from conveyor.states import TaskStatus
 from conveyor.web import callbacks, documents, errors
 from conveyor.web.errors import ApiError, error_response
-from conveyor.web.models import ErrorOut, Health, TaskCreate, TaskOut, TaskPage, TaskSummary
+from conveyor.web.models import (
+    ErrorOut,
+    Health,
+    TaskCreate,
+    TaskOut,
+    TaskPage,
+    TaskSummary,
+    Text,
+    Timestamp,
+)
 
 MAX_JSON_BODY = 2 << 20  # a task's payload is capped at 1 MiB; documents are uploaded apart
 
@@ -44,6 +52,9 @@ def create_app(app: App) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
         responses=ERRORS,
+        # Not a 307 to the path without its trailing slash: an id with a slash in it
+        # ("/api/tasks/a%2F") names no task, a documented 404 like any other.
+        redirect_slashes=False,
     )
     errors.install(api)
     api.add_middleware(BodyLimit, max_bytes=MAX_JSON_BODY)
@@ -56,7 +67,13 @@ def create_app(app: App) -> FastAPI:
 
 
 def _routes(api: FastAPI, app: App) -> None:
-    @api.get("/healthz", response_model=Health, tags=["operations"])
+    # Unhealthy is a 503 with the same body, not the ErrorOut the other routes answer with.
+    @api.get(
+        "/healthz",
+        response_model=Health,
+        responses={503: {"model": Health}},
+        tags=["operations"],
+    )
     async def healthz(response: Response) -> Health:
         try:
             db = await app.database()
@@ -77,9 +94,9 @@ def _routes(api: FastAPI, app: App) -> None:
     @api.get("/api/tasks", response_model=TaskPage, tags=["tasks"])
     async def list_tasks(
         status: TaskStatus | None = None,
-        agent: Annotated[str | None, Query(max_length=100)] = None,
-        since: AwareDatetime | None = None,
-        until: AwareDatetime | None = None,
+        agent: Annotated[Text | None, Query(max_length=100)] = None,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         cursor: Annotated[str | None, Query(max_length=40)] = None,
     ) -> TaskPage:

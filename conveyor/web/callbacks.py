@@ -17,20 +17,30 @@ import json
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from conveyor import queue
 from conveyor.app import App
 from conveyor.external import SIGNATURE_HEADER, TIMESTAMP_HEADER, attempt_secret, verify
 from conveyor.queue import Outcome
 from conveyor.web.errors import ApiError
+from conveyor.web.models import Text, storable_json
 from conveyor.worker import backoff
 
 Tokens = Annotated[int, Field(ge=0, le=2**31 - 1)]
 
 
+def _json_compliant(value: Any) -> Any:
+    """pydantic's JSON parser reads NaN and Infinity, which jsonb refuses (a 500)."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ValueError("NaN and Infinity are not JSON") from None
+    return value
+
+
 class CallbackUsage(BaseModel):
-    model: str | None = Field(default=None, max_length=200)
+    model: Text | None = Field(default=None, max_length=200)
     input_tokens: Tokens | None = None
     output_tokens: Tokens | None = None
 
@@ -39,12 +49,12 @@ class CallbackBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: Literal["succeeded", "failed"]
-    result: Any = None
-    error: str | None = Field(default=None, max_length=100_000)
+    result: Annotated[Any, AfterValidator(storable_json), AfterValidator(_json_compliant)] = None
+    error: Text | None = Field(default=None, max_length=100_000)
     retry: bool = Field(default=True, description="failed: retry if attempts remain")
     usage: CallbackUsage | None = None
     cost_usd: Annotated[float, Field(ge=0, le=1e6)] | None = None
-    trace_id: str | None = Field(default=None, max_length=200)
+    trace_id: Text | None = Field(default=None, max_length=200)
 
 
 class CallbackAnswer(BaseModel):
@@ -62,10 +72,16 @@ def router(app: App) -> APIRouter:
         "/api/callbacks/{attempt_id}",
         response_model=CallbackAnswer,
         openapi_extra={
+            # The route reads the raw body (the signature covers its bytes), so the body
+            # and the headers are documented by hand.
+            "parameters": [
+                {"name": name, "in": "header", "required": True, "schema": {"type": "string"}}
+                for name in (TIMESTAMP_HEADER, SIGNATURE_HEADER)
+            ],
             "requestBody": {
-                "content": {"application/json": {"schema": CallbackBody.model_json_schema()}},
+                "content": {"application/json": {"schema": _inlined(CallbackBody)}},
                 "required": True,
-            }
+            },
         },
     )
     async def callback(attempt_id: str, request: Request) -> CallbackAnswer:
@@ -114,6 +130,26 @@ def router(app: App) -> APIRouter:
         )
 
     return api
+
+
+def _inlined(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema with its `$defs` inlined: in an OpenAPI document, a
+    `#/$defs/...` reference resolves against the document's root, where there are none."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/$defs/"):
+                return inline(defs[ref.removeprefix("#/$defs/")])
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(value) for value in node]
+        return node
+
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
 
 
 def _attempt_id(text: str) -> int:

@@ -39,11 +39,28 @@ def error_response(
     )
 
 
+# FastAPI's answer when json.loads fails with something else than a syntax error.
+_UNPARSABLE_BODY = "There was an error parsing the body"
+
+
+def _unparsable(cause: BaseException | None) -> str:
+    if isinstance(cause, RecursionError):
+        return "the body is not valid JSON: it is nested too deeply"
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the body is not valid JSON: it is not UTF-8 ({cause.reason} at byte {cause.start})"
+    # e.g. an integer of more digits than Python converts (sys.get_int_max_str_digits)
+    return f"the body is not valid JSON: {cause or 'it could not be parsed'}"
+
+
 def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
     problems = []
     for error in exc.errors():
         if error.get("type") == "json_invalid":
-            return 400, "malformed_json", f"the body is not valid JSON: {error.get('msg')}"
+            # FastAPI's own error says only "JSON decode error": say where, and what.
+            detail = error.get("ctx", {}).get("error") or error.get("msg")
+            loc = error.get("loc", ())
+            at = f" (at character {loc[1]})" if len(loc) > 1 and isinstance(loc[1], int) else ""
+            return 400, "malformed_json", f"the body is not valid JSON: {detail}{at}"
         where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
         problems.append(f"{where}: {error.get('msg')}")
     return 422, "invalid_request", "; ".join(problems) or "invalid request"
@@ -67,6 +84,8 @@ def install(app: FastAPI) -> None:
             413: "too_large",
             415: "unsupported_media_type",
         }.get(exc.status_code, "error")
+        if exc.status_code == 400 and exc.detail == _UNPARSABLE_BODY:
+            return error_response(400, "malformed_json", _unparsable(exc.__cause__))
         message = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
         return error_response(exc.status_code, code, message, headers=getattr(exc, "headers", None))
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from conveyor.queue import AttemptRecord, TaskRecord
 from conveyor.states import AttemptStatus, TaskStatus
@@ -13,19 +13,79 @@ from conveyor.states import AttemptStatus, TaskStatus
 Priority = Annotated[int, Field(ge=-32768, le=32767)]
 Int32 = Annotated[int, Field(ge=0, le=2**31 - 1)]
 
+# pydantic's JSON parser refuses deeper documents, and its serializer cannot write much
+# deeper ones back (a task stored with a deeper payload could never be shown).
+MAX_JSON_DEPTH = 200
+
+
+def storable_text(value: str) -> str:
+    """Refuse, as a 422, the strings PostgreSQL would refuse with an error (a 500): text
+    and jsonb cannot hold NUL, and a lone surrogate (JSON's "\\ud800") is not UTF-8."""
+    if "\x00" in value:
+        raise ValueError("contains a NUL character (\\u0000), which PostgreSQL cannot store")
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise ValueError("contains a lone surrogate, which is not UTF-8") from None
+    return value
+
+
+def storable_json(value: Any) -> Any:
+    """The same for every string and key of a JSON value, and a depth that can be written
+    back. Walked with a stack, not recursively (json.loads accepts ~1000 levels), and only
+    containers are stacked: a 1 MiB payload takes about as long as json.dumps."""
+    if isinstance(value, str):
+        storable_text(value)
+    stack: list[tuple[Any, int]] = [(value, 0)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth == MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, dict):
+            for key in item:
+                storable_text(key)
+            item = item.values()
+        for child in item:
+            if isinstance(child, str):
+                storable_text(child)
+            elif isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return value
+
+
+# PostgreSQL stores timestamps that Python cannot read back: a time of the year 1 or 9999
+# with an offset can fall outside Python's years 1 to 9999 in UTC, or in the session's
+# time zone (so a day of margin).
+_EARLIEST = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+_LATEST = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
+
+
+def storable_time(value: datetime) -> datetime:
+    """A time PostgreSQL takes and Python reads back, in UTC: PostgreSQL refuses offsets
+    of 16 hours or more, which ISO 8601 and Python allow (up to 23:59)."""
+    if not _EARLIEST <= value <= _LATEST:
+        raise ValueError("out of range: pick a time between the years 1 and 9999")
+    return value.astimezone(UTC)
+
+
+Text = Annotated[str, AfterValidator(storable_text)]
+Json = Annotated[Any, AfterValidator(storable_json)]
+Timestamp = Annotated[AwareDatetime, AfterValidator(storable_time)]
+
 
 class TaskCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    agent: str = Field(min_length=1, max_length=100)
-    payload: Any = Field(default_factory=dict, description="any JSON value")
+    agent: Text = Field(min_length=1, max_length=100)
+    payload: Json = Field(default_factory=dict, description="any JSON value")
     priority: Priority = 0
     estimated_tokens: Int32 | None = None
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
-    run_after: AwareDatetime | None = None
+    idempotency_key: Text | None = Field(default=None, min_length=1, max_length=255)
+    run_after: Timestamp | None = None
     max_attempts: Annotated[int, Field(ge=1, le=1000)] | None = None
-    tenant: str | None = Field(default=None, max_length=255)
-    labels: dict[str, str] | None = None
+    tenant: Text | None = Field(default=None, max_length=255)
+    labels: dict[Text, Text] | None = None
 
 
 class AttemptOut(BaseModel):
