@@ -249,9 +249,20 @@ _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
 def _json_text(value: Any, what: str) -> str:
     try:
-        return _ENCODER.encode(value)
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidTask(f"{what} is not JSON: {exc}") from None
+    if _NUL in text:
+        raise InvalidTask(f"{what} contains a NUL character, which PostgreSQL cannot store")
+    return text
+
+
+_NUL = "\\u0000"  # how the encoder writes a NUL character: jsonb refuses it
+
+
+def _check_text(name: str, value: str | None) -> None:
+    if value is not None and "\x00" in value:
+        raise InvalidTask(f"{name} contains a NUL character, which PostgreSQL cannot store")
 
 
 def _run_after(value: datetime | timedelta | float | None) -> datetime | None:
@@ -293,12 +304,17 @@ def _validate(task: NewTask) -> dict[str, Any]:
         raise InvalidTask("idempotency_key must be a string of 1 to 255 characters")
     if task.tenant is not None and not isinstance(task.tenant, str):
         raise InvalidTask(f"tenant must be a string, not {task.tenant!r}")
+    _check_text("agent", task.agent)
+    _check_text("idempotency_key", key)
+    _check_text("tenant", task.tenant)
     labels = task.labels
     if labels is not None and (
         not isinstance(labels, dict)
         or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
     ):
         raise InvalidTask("labels must be a mapping of strings to strings")
+    for label, value in (labels or {}).items():
+        _check_text(f"label {label!r}", label + value)
     return {
         "agent": task.agent,
         "payload": task.payload,
@@ -323,7 +339,7 @@ def _batch_json(rows: list[dict[str, Any]]) -> str:
         text = _ENCODER.encode(rows)
     except (TypeError, ValueError):
         text = ""
-    if not text or len(text) > MAX_PAYLOAD_BYTES:
+    if not text or len(text) > MAX_PAYLOAD_BYTES or _NUL in text:
         # Slow path, only for batches with a problem or large payloads: find the task.
         for n, row in enumerate(rows):
             what = "the payload" if len(rows) == 1 else f"the payload of task {n}"

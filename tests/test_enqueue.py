@@ -129,6 +129,24 @@ async def test_out_of_range_values_are_refused(
     assert (await cur.fetchone())["n"] == 0
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"payload": {"a": "x\x00y"}}, "payload( of task 0)? contains a NUL"),
+        ({"idempotency_key": "k\x00"}, "idempotency_key contains a NUL"),
+        ({"tenant": "\x00"}, "tenant contains a NUL"),
+        ({"labels": {"a": "\x00"}}, "contains a NUL"),
+    ],
+)
+async def test_nul_characters_are_refused_before_postgresql_sees_them(
+    app: App, options: dict[str, Any], message: str
+) -> None:
+    for batch in (1, 300):  # the one-statement path and the COPY path
+        tasks = [NewTask("a", **{"payload": {}, **options}) for _ in range(batch)]
+        with pytest.raises(InvalidTask, match=message):
+            await app.enqueue_many_async(tasks)
+
+
 @pytest.mark.parametrize("payload", [{"x": float("nan")}, {"x": object()}, {1j: 2}])
 async def test_payloads_that_are_not_json_are_refused(app: App, payload: Any) -> None:
     with pytest.raises(InvalidTask, match="payload is not JSON"):
