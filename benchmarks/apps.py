@@ -2,8 +2,8 @@
 
     CONVEYOR_DATABASE_URL=... python -m conveyor.cli worker --app apps:app --concurrency 16
 
-(with this folder on PYTHONPATH). The harness in bench_queue.py also imports it to enqueue,
-so the enqueuing side and the workers declare the same agent.
+(with this folder on PYTHONPATH). Its agent records when it starts (see timing.py); the
+harness enqueues through an App of its own (subjects.py) declaring the same agent name.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 The harness side (`ProcrastinateSubject`, `PgqueuerSubject`) installs each library's schema,
 enqueues through its documented client calls and counts what is left. The worker side is
-this file run as a program, one process per worker:
+this module run as a program, one process per worker (from this folder):
 
-    BENCH_DATABASE_URL=... python peers.py procrastinate --concurrency 16 [--processes 2]
-    BENCH_DATABASE_URL=... python peers.py pgqueuer --concurrency 16 [--processes 2]
+    BENCH_DATABASE_URL=... python -c 'import peers; peers.main()' procrastinate --concurrency 16
+    BENCH_DATABASE_URL=... python -c 'import peers; peers.main()' pgqueuer --concurrency 16
 
 SIGTERM stops a worker gracefully; its agents' start times then go to $BENCH_RECORD.
 Each library runs in its own database, so neither can see the other's tables or NOTIFYs.
@@ -19,18 +19,27 @@ import json
 import os
 import signal
 import sys
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import procrastinate
 import psycopg
-from pgqueuer import PgQueuer, PsycopgDriver, Queries
+import uvloop
+from pgqueuer import AsyncpgDriver, PgQueuer, Queries
 from pgqueuer.models import Job
 from timing import dump, record
 
-HERE = Path(__file__).resolve().parent
+try:
+    import asyncpg
+except ImportError:  # the `bench` extra names plain pgqueuer, without its asyncpg extra
+    raise SystemExit(
+        "pgqueuer is measured on asyncpg, the driver its documentation uses: "
+        "pip install 'pgqueuer[asyncpg]==1.6.0'"
+    ) from None
+
 ENV_URL = "BENCH_DATABASE_URL"
+# Imported rather than run as __main__, so that procrastinate finds its App in a module
+# with a name (it warns about an App in __main__). The harness runs it from this folder.
+WORKER_PROGRAM = [sys.executable, "-c", "import peers; peers.main()"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -40,9 +49,7 @@ ENV_URL = "BENCH_DATABASE_URL"
 def procrastinate_app(url: str, pool_size: int) -> procrastinate.App:
     """An App over psycopg's async pool. The pool holds a connection for every concurrent
     job plus the LISTEN connection and the heartbeat, so no job waits for a connection."""
-    connector = procrastinate.PsycopgConnector(
-        conninfo=url, min_size=pool_size, max_size=pool_size
-    )
+    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=pool_size, max_size=pool_size)
     app = procrastinate.App(connector=connector)
 
     @app.task(name="noop")
@@ -92,7 +99,7 @@ class ProcrastinateSubject:
         return int(row[0]) if row else 0
 
     def worker_command(self, concurrency: int, processes: int) -> tuple[list[str], dict[str, str]]:
-        argv = [sys.executable, str(HERE / "peers.py"), "procrastinate"]
+        argv = [*WORKER_PROGRAM, "procrastinate"]
         argv += ["--concurrency", str(concurrency), "--processes", str(processes)]
         return argv, {ENV_URL: self.url}
 
@@ -130,16 +137,20 @@ def pgqueuer_limits(concurrency: int, processes: int) -> dict[str, int | None]:
 
 
 class PgqueuerSubject:
+    """pgqueuer over asyncpg, the driver its README and `pgq run` examples use."""
+
     name = "pgqueuer"
 
     async def open(self, url: str) -> None:
         self.url = url
-        self.admin = await psycopg.AsyncConnection.connect(url, autocommit=True)
-        self.queries = Queries(PsycopgDriver(self.admin))
+        self.conn = await asyncpg.connect(url)
+        self.queries = Queries(AsyncpgDriver(self.conn))
         if not await self.queries.schema_is_installed():
             await self.queries.install()
+        self.admin = await psycopg.AsyncConnection.connect(url, autocommit=True)
 
     async def close(self) -> None:
+        await self.conn.close()
         await self.admin.close()
 
     async def reset(self) -> None:
@@ -160,7 +171,7 @@ class PgqueuerSubject:
         return int(row[0]) if row else 0
 
     def worker_command(self, concurrency: int, processes: int) -> tuple[list[str], dict[str, str]]:
-        argv = [sys.executable, str(HERE / "peers.py"), "pgqueuer"]
+        argv = [*WORKER_PROGRAM, "pgqueuer"]
         argv += ["--concurrency", str(concurrency), "--processes", str(processes)]
         return argv, {ENV_URL: self.url}
 
@@ -183,9 +194,11 @@ def _bytes(payload: dict[str, Any]) -> bytes:
 
 async def run_pgqueuer_worker(url: str, concurrency: int, processes: int) -> None:
     limits = pgqueuer_limits(concurrency, processes)
-    # pgqueuer's psycopg driver runs everything, LISTEN included, on one connection.
-    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-    pgq = PgQueuer(PsycopgDriver(conn))
+    # One asyncpg connection per worker, as in pgqueuer's own examples. (Its psycopg
+    # driver also shares one connection between LISTEN and the queries, and with the
+    # concurrency limit of 1 used below it ran under one job a second here.)
+    conn = await asyncpg.connect(url)
+    pgq = PgQueuer(AsyncpgDriver(conn))
 
     @pgq.entrypoint("noop", concurrency_limit=limits["entrypoint_limit"] or 0)
     async def noop(job: Job) -> None:
@@ -216,7 +229,8 @@ def main() -> None:
     if args.library == "procrastinate":
         asyncio.run(run_procrastinate_worker(url, args.concurrency))
     else:
-        asyncio.run(run_pgqueuer_worker(url, args.concurrency, args.processes))
+        # `pgq run`, pgqueuer's own worker command, runs its workers on uvloop.
+        uvloop.run(run_pgqueuer_worker(url, args.concurrency, args.processes))
     dump()
 
 

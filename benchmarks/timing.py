@@ -15,7 +15,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,7 +90,3 @@ def percentile(values: list[float], q: float) -> float:
     low = int(rank)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)

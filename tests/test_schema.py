@@ -135,3 +135,19 @@ def _nodes(plan: dict[str, Any]) -> Any:
     yield plan
     for child in plan.get("Plans", ()):
         yield from _nodes(child)
+
+
+async def test_a_large_status_update_costs_linear_time(conn: Any) -> None:
+    """The status trigger's join stays a hash join, even on a connection whose first
+    firing was a one-row statement (plpgsql keeps that first plan)."""
+    await conn.execute("INSERT INTO agents (name) VALUES ('a')")
+    await conn.execute("INSERT INTO tasks (agent) SELECT 'a' FROM generate_series(1, 20000)")
+    await conn.execute("UPDATE tasks SET status = 'cancelled' WHERE id = 1")  # a first firing
+    cur = await conn.execute(
+        "SELECT proconfig FROM pg_proc WHERE proname = 'conveyor_notify_updated'"
+    )
+    assert (await cur.fetchone())["proconfig"] == ["enable_nestloop=off"]
+    started = asyncio.get_running_loop().time()
+    await conn.execute("UPDATE tasks SET status = 'cancelled' WHERE status = 'enqueued'")
+    # 20,000 rows: about 0.1 s as a hash join, some 35 s as the nested loop it replaced.
+    assert asyncio.get_running_loop().time() - started < 10
