@@ -337,7 +337,7 @@ async def cmd_limits(args: argparse.Namespace) -> int:
             [
                 r["name"],
                 _usage(r["running"], r["max_concurrent"], r["learned_concurrency"]),
-                _usage(r["tokens"], r["max_tpm"], None),
+                _usage(r["tokens"], r["max_tpm"], r["learned_tpm"]),
                 _usage(r["requests"], r["max_rpm"], None),
                 f"{r['window_seconds']:g}s",
                 r["limits_source"],

@@ -250,7 +250,8 @@ async def test_throttling_halves_the_budget_once_then_it_recovers(app: App, conn
 
 
 async def test_throttling_an_agent_without_limits_learns_a_concurrency(app: App, conn: Any) -> None:
-    await app.enqueue_many_async([NewTask("free", {}) for _ in range(20)])
+    # Tiny tasks: the token budget learned alongside never binds here.
+    await app.enqueue_many_async([NewTask("free", {}, estimated_tokens=1) for _ in range(20)])
     running = await claim(conn, ["free"], limit=8)
     (row,) = await queue.report_throttled(conn, ["free"])
     assert row["learned_concurrency"] == 4.5, "half of the 8 running + the throttled one"
@@ -271,3 +272,27 @@ async def _running(conn: Any) -> list[Any]:
 class _Claimed:
     def __init__(self, task_id: int, attempt: int) -> None:
         self.id, self.attempt = task_id, attempt
+
+
+async def test_throttling_an_agent_without_a_token_limit_learns_a_budget(
+    app: App, conn: Any
+) -> None:
+    """Limits unknown to Conveyor: the first 429 teaches a token budget of half of what
+    the window held, which then grows back with time."""
+    await app.enqueue_many_async([NewTask("capped", {}, estimated_tokens=2000) for _ in range(12)])
+    first = await claim(conn, ["capped"])  # capped: max_concurrent=3, no token limit
+    await finish(conn, first, tokens=2000)  # 6,000 tokens in the window
+    (row,) = await queue.report_throttled(conn, ["capped"])
+    assert row["learned_tpm"] == 3000, "half of the 6,000 the window held"
+    assert await claim(conn, ["capped"]) == [], "the window already holds more than 3,000"
+    await conn.execute(
+        "UPDATE task_attempts SET finished_at = now() - interval '61 s',"
+        " started_at = now() - interval '62 s'"
+    )
+    assert len(await claim(conn, ["capped"])) == 1, "3,000 of budget: one task of 2,000"
+    await conn.execute(
+        "UPDATE agents SET throttled_at = now() - interval '300 s' WHERE name = 'capped'"
+    )
+    limits = {r["name"]: r for r in await queue.agent_limits(conn)}
+    assert limits["capped"]["learned_tpm"] == 6000, "back to where it was in five windows"
+    assert len(await claim(conn, ["capped"])) == 2, "4,000 free now: two more tasks of 2,000"

@@ -51,18 +51,25 @@ SET max_concurrent = (code_limits->>'max_concurrent')::int,
     limits_source = 'code',
     throttle_factor = 1,
     throttled_at = NULL,
+    learned_tpm = NULL,
     learned_concurrency = NULL
 WHERE name = %(name)s
 RETURNING name;
 
 -- name: agents_throttled
--- The endpoint throttled these agents: halve their budget (or, for an agent without token
--- and request limits, cap its concurrency at half of what was running), once per cooldown
--- of a sixth of the window: the attempts already in flight when the budget shrank will be
--- throttled too, and must not shrink it again. The budget then grows back with time (see
--- conveyor_throttle_factor and conveyor_learned_concurrency).
+-- The endpoint throttled these agents: halve their budget, once per cooldown of a sixth of
+-- the window (the attempts already in flight when it shrank will be throttled too, and
+-- must not shrink it again). Without max_tpm, the budget learned is half of the tokens the
+-- window held (or of the learned budget, if smaller); without max_tpm and max_rpm, also a
+-- concurrency cap at half of what was running. Budgets grow back with time (see
+-- conveyor_throttle_factor, conveyor_learned_tpm and conveyor_learned_concurrency).
 UPDATE agents a
 SET throttle_factor = greatest(0.05, conveyor_throttle_factor(a, now()) * 0.5),
+    learned_tpm = CASE
+        WHEN a.max_tpm IS NULL THEN greatest(100.0, 0.5 * least(
+            coalesce(conveyor_learned_tpm(a, now()), 9.0e18),
+            (SELECT tokens FROM conveyor_usage(a.name, a.window_seconds))))
+        ELSE a.learned_tpm END,
     learned_concurrency = CASE
         WHEN a.max_tpm IS NULL AND a.max_rpm IS NULL THEN greatest(1.0, 0.5 * least(
             coalesce(conveyor_learned_concurrency(a, now()), 2147483647),
@@ -72,13 +79,14 @@ SET throttle_factor = greatest(0.05, conveyor_throttle_factor(a, now()) * 0.5),
 WHERE a.name = ANY(%(agents)s::text[])
   AND (a.throttled_at IS NULL
        OR a.throttled_at < now() - make_interval(secs => a.window_seconds / 6))
-RETURNING a.name, a.throttle_factor, a.learned_concurrency;
+RETURNING a.name, a.throttle_factor, a.learned_tpm, a.learned_concurrency;
 
 -- name: agents_limits
 -- Every agent's limits, what throttling made of them, and the current window's usage.
 SELECT a.name, a.max_concurrent, a.max_tpm, a.max_rpm, a.window_seconds, a.limits_source,
        conveyor_throttle_factor(a, now()) AS throttle_factor,
        conveyor_learned_concurrency(a, now()) AS learned_concurrency,
+       conveyor_learned_tpm(a, now()) AS learned_tpm,
        u.running, u.tokens, u.requests
 FROM agents a
 CROSS JOIN LATERAL conveyor_usage(a.name, a.window_seconds) u
@@ -139,7 +147,8 @@ SELECT set_config('enable_bitmapscan', 'off', true),
 -- Per agent (in name order, the order agent rows are always locked in):
 --  * an agent without limits takes the plain path: the first rows of tasks_dequeue_idx
 --    (agent, priority DESC, created_at, id), locked with SKIP LOCKED so that claims of
---    other workers pass each other instead of queueing on the same rows;
+--    other workers pass each other instead of queueing on the same rows; each reserves its
+--    estimate, so that the window's usage is known if throttling teaches it a budget;
 --  * a limited agent goes through conveyor_admit() (migration 0002), which serialises its
 --    claims on the agent's row and admits what fits its concurrency, token and request
 --    budgets, with the tokens each task reserves.
@@ -157,10 +166,11 @@ WITH wanted AS (
 ), picked AS MATERIALIZED (
     SELECT task_id, reserved
     FROM (
-        SELECT c.id AS task_id, 0 AS reserved, c.priority, c.created_at
+        SELECT c.id AS task_id, coalesce(c.estimated_tokens, 0) AS reserved, c.priority,
+               c.created_at
         FROM wanted a
         CROSS JOIN LATERAL (
-            SELECT t.id, t.priority, t.created_at
+            SELECT t.id, t.priority, t.created_at, t.estimated_tokens
             FROM tasks t
             WHERE NOT conveyor_is_limited(a)
               AND t.status = 'enqueued'

@@ -21,11 +21,15 @@ ALTER TABLE agents
     -- Adaptive back-off (AIMD). When the endpoint throttles the agent, the budget factor is
     -- halved (at most once per cooldown) and then grows back linearly with time:
     --   factor(t) = least(1, throttle_factor + recovery per second * (t - throttled_at)).
-    -- It scales max_tpm and max_rpm. An agent with neither gets a learned concurrency cap
-    -- instead: half of what ran when it was throttled, growing back one slot at a time.
+    -- It scales max_tpm and max_rpm. An agent without max_tpm learns a token budget
+    -- instead: half of its window's usage when it was throttled, growing back to that
+    -- usage in five windows and on beyond, until the endpoint throttles it again. One with
+    -- neither max_tpm nor max_rpm also learns a concurrency cap: half of what ran when it
+    -- was throttled, growing back one slot every tenth of a window.
     ADD COLUMN throttle_factor double precision NOT NULL DEFAULT 1
         CHECK (throttle_factor > 0 AND throttle_factor <= 1),
     ADD COLUMN throttled_at timestamptz,
+    ADD COLUMN learned_tpm double precision,
     ADD COLUMN learned_concurrency double precision;
 
 -- The tokens an attempt holds while it runs: replaced by what it reports when it ends.
@@ -64,7 +68,7 @@ $$;
 CREATE FUNCTION conveyor_is_limited(a agents) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
     SELECT a.max_concurrent IS NOT NULL OR a.max_tpm IS NOT NULL OR a.max_rpm IS NOT NULL
-           OR a.learned_concurrency IS NOT NULL
+           OR a.learned_tpm IS NOT NULL OR a.learned_concurrency IS NOT NULL
 $$;
 
 -- The factor by which throttling scales an agent's budget at time `at`.
@@ -74,6 +78,17 @@ LANGUAGE sql STABLE AS $$
                 ELSE least(1.0, a.throttle_factor
                                 + 0.5 / (5 * a.window_seconds)  -- from 0.5 to 1 in 5 windows
                                   * extract(epoch FROM at - a.throttled_at))
+           END
+$$;
+
+-- The learned token budget at time `at`: additive increase, the halving undone in five
+-- windows, then further, so that the endpoint's real limit is found again if it rose.
+CREATE FUNCTION conveyor_learned_tpm(a agents, at timestamptz) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN a.learned_tpm IS NULL OR a.throttled_at IS NULL THEN NULL
+                ELSE floor(a.learned_tpm
+                           * (1 + extract(epoch FROM at - a.throttled_at)
+                                  / (5 * a.window_seconds)))::bigint
            END
 $$;
 
@@ -110,6 +125,7 @@ DECLARE
     factor double precision;
     free_slots int;
     free_tokens bigint;
+    token_limit bigint;
     free_requests int;
     running int;
     used_tokens bigint;
@@ -145,7 +161,9 @@ BEGIN
                            AND a.learned_concurrency IS NOT NULL
                       THEN greatest(1, conveyor_learned_concurrency(a, now())) END);
     free_slots := least(p_want, coalesce(cap - running, p_want));
-    free_tokens := floor(a.max_tpm * factor) - used_tokens;          -- NULL: no token limit
+    -- The declared budget, scaled by throttling; else the learned one; NULL: no limit.
+    token_limit := coalesce(floor(a.max_tpm * factor)::bigint, conveyor_learned_tpm(a, now()));
+    free_tokens := token_limit - used_tokens;
     free_requests := floor(a.max_rpm * factor)::int - used_requests;  -- NULL: no request limit
 
     FOR candidate IN
@@ -159,7 +177,7 @@ BEGIN
         EXIT WHEN free_slots <= 0 OR free_requests <= 0;
         need := coalesce(candidate.estimated_tokens, typical);
         IF free_tokens IS NULL OR need <= free_tokens
-           OR (running = 0 AND used_tokens = 0 AND need > floor(a.max_tpm * factor)) THEN
+           OR (running = 0 AND used_tokens = 0 AND need > token_limit) THEN
             task_id := candidate.id;
             reserved := need;
             priority := candidate.priority;
