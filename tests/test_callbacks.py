@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI, Request
 
 from conveyor import App, TaskStatus, queue
 from conveyor.external import SubprocessJob, attempt_secret, sign
@@ -207,3 +208,66 @@ async def test_signed_but_bad_bodies_are_4xx(
     _, claimed = await _claimed(app, conn)
     answer = await _post(client, conn, claimed.attempt_id, raw)
     assert answer.status_code == status, answer.text
+
+
+async def test_an_http_job_is_posted_to_a_runner_that_calls_back(settings: Settings) -> None:
+    """HttpJob: the worker POSTs the job to a runner, which answers with its run id at
+    once and calls back later, as a batch system's gateway would."""
+    from conveyor.external import HttpJob
+    from conveyor.web.serve import make_server
+
+    runner = FastAPI()
+    received: list[dict[str, Any]] = []
+    background: set[asyncio.Task[None]] = set()
+
+    async def call_back(job: dict[str, Any]) -> None:
+        body = json.dumps(
+            {
+                "status": "succeeded",
+                "result": {"ran": job["payload"]},
+                "usage": {"model": "batch", "input_tokens": 5},
+            }
+        ).encode()
+        async with httpx.AsyncClient() as http:
+            await http.post(
+                job["callback_url"],
+                content=body,
+                headers={"content-type": "application/json", **sign(job["callback_secret"], body)},
+            )
+
+    @runner.post("/jobs")
+    async def accept(request: Request) -> dict[str, str]:
+        job = await request.json()
+        received.append(job)
+        task = asyncio.create_task(call_back(job))
+        background.add(task)
+        task.add_done_callback(background.discard)
+        return {"run_id": f"batch-{job['attempt_id']}"}
+
+    server = make_server(runner, "127.0.0.1", 0, token=None)
+    serve = asyncio.create_task(server.serve())
+    await wait_for(lambda: server.started, what="the runner")
+    runner_url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/jobs"
+    app = App(settings=settings)
+    app.external("transcribe", HttpJob(runner_url))
+    try:
+        async with serving(app) as url:
+            app.settings = dataclasses.replace(app.settings, public_url=url)
+            task_id = await app.enqueue_async("transcribe", {"audio": "a.wav"})
+            worker = Worker(app, concurrency=2)
+            run = asyncio.create_task(worker.run())
+            try:
+                task = await wait_for(
+                    lambda: _finished(app, task_id), timeout=30, what="the callback"
+                )
+            finally:
+                worker.stop()
+                await run
+    finally:
+        server.should_exit = True
+        await serve
+    assert task.status == TaskStatus.COMPLETED, [a.error for a in task.attempt_history]
+    assert task.result == {"ran": {"audio": "a.wav"}}
+    (attempt,) = task.attempt_history
+    assert attempt.run_id == f"batch-{attempt.id}" and attempt.input_tokens == 5
+    assert received[0]["task_id"] == task_id and "callback_secret" in received[0]
