@@ -20,7 +20,7 @@ from conveyor.errors import TaskNotFound
 from conveyor.queue import NewTask
 from conveyor.states import TaskStatus
 from conveyor.web import callbacks, documents, errors
-from conveyor.web.errors import ApiError, error_response
+from conveyor.web.errors import ApiError, error_response, parse_id
 from conveyor.web.models import (
     ErrorOut,
     Health,
@@ -76,8 +76,7 @@ def _routes(api: FastAPI, app: App) -> None:
     )
     async def healthz(response: Response) -> Health:
         try:
-            db = await app.database()
-            async with db.connection() as conn:
+            async with app.connection() as conn:
                 await conn.execute("SELECT 1")
         except Exception:  # any failure means "not healthy", which is the answer
             response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
@@ -102,8 +101,7 @@ def _routes(api: FastAPI, app: App) -> None:
     ) -> TaskPage:
         """Tasks, newest first, a page at a time; filters combine."""
         before = _cursor(cursor)
-        db = await app.database()
-        async with db.connection() as conn:
+        async with app.connection() as conn:
             rows = await queue.list_tasks(
                 conn,
                 status=status,
@@ -134,18 +132,19 @@ def _routes(api: FastAPI, app: App) -> None:
 
 
 def _task_id(text: str) -> int:
-    """Ids are positive integers; anything else names no task (404, not 422)."""
-    if not text.isascii() or not text.isdigit() or not 0 < int(text) < 2**63:
+    task_id = parse_id(text)
+    if task_id is None:
         raise TaskNotFound(text)
-    return int(text)
+    return task_id
 
 
 def _cursor(text: str | None) -> int | None:
     if text is None:
         return None
-    if not text.isascii() or not text.isdigit() or not 0 < int(text) < 2**63:
+    before = parse_id(text)
+    if before is None:
         raise ApiError(422, "invalid_request", f"cursor: not a cursor this API gave: {text!r}")
-    return int(text)
+    return before
 
 
 class BodyLimit:

@@ -23,7 +23,7 @@ from conveyor import queue
 from conveyor.app import App
 from conveyor.external import SIGNATURE_HEADER, TIMESTAMP_HEADER, attempt_secret, verify
 from conveyor.queue import Outcome
-from conveyor.web.errors import ApiError
+from conveyor.web.errors import ApiError, parse_id
 from conveyor.web.models import Text, storable_json
 from conveyor.worker import backoff
 
@@ -89,8 +89,7 @@ def router(app: App) -> APIRouter:
         seconds) and `X-Conveyor-Signature: sha256=<hex HMAC of "{timestamp}.{body}">`."""
         number = _attempt_id(attempt_id)
         raw = await request.body()
-        db = await app.database()
-        async with db.connection() as conn:
+        async with app.connection() as conn:
             row = await queue.attempt_for_callback(conn, number)
             if row is None:
                 raise ApiError(404, "not_found", f"no attempt with id {attempt_id!r}")
@@ -153,9 +152,10 @@ def _inlined(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _attempt_id(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or not 0 < int(text) < 2**63:
+    attempt_id = parse_id(text)
+    if attempt_id is None:
         raise ApiError(404, "not_found", f"no attempt with id {text!r}")
-    return int(text)
+    return attempt_id
 
 
 def _parse(raw: bytes) -> CallbackBody:

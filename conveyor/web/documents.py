@@ -305,8 +305,7 @@ class _Form:
 
 
 async def _answer(app: App, submitted: list[Submitted]) -> list[UploadOut]:
-    db = await app.database()
-    async with db.connection() as conn:
+    async with app.connection() as conn:
         cur = await conn.execute(Q.documents_tasks, {"ids": [s.task_id for s in submitted]})
         tasks = {row["id"]: DocumentTaskOut.model_validate(row) for row in await cur.fetchall()}
     return [

@@ -31,6 +31,14 @@ class ApiError(Exception):
         super().__init__(message)
 
 
+def parse_id(text: str) -> int | None:
+    """A database id written in a URL: a positive 64-bit integer in ASCII digits, else None.
+    (Ids of any other shape name nothing: the routes answer 404, not 422.)"""
+    if text.isascii() and text.isdigit() and 0 < int(text) < 2**63:
+        return int(text)
+    return None
+
+
 def error_response(
     status: int, code: str, message: str, headers: dict[str, str] | None = None
 ) -> JSONResponse:
@@ -66,6 +74,15 @@ def _describe_validation(exc: RequestValidationError) -> tuple[int, str, str]:
     return 422, "invalid_request", "; ".join(problems) or "invalid request"
 
 
+#: What the core's own exceptions mean over HTTP.
+CORE_ERRORS: dict[type[Exception], tuple[int, str]] = {
+    UnknownAgent: (422, "unknown_agent"),
+    InvalidTask: (422, "invalid_task"),
+    TaskNotFound: (404, "not_found"),
+    InvalidTransition: (409, "conflict"),
+}
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -89,21 +106,13 @@ def install(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
         return error_response(exc.status_code, code, message, headers=getattr(exc, "headers", None))
 
-    @app.exception_handler(UnknownAgent)
-    async def unknown_agent(request: Request, exc: UnknownAgent) -> JSONResponse:
-        return error_response(422, "unknown_agent", str(exc))
+    async def core_error(request: Request, exc: Exception) -> JSONResponse:
+        # The most specific entry wins: UnknownAgent is also an InvalidTask.
+        status, code = next(CORE_ERRORS[t] for t in type(exc).__mro__ if t in CORE_ERRORS)
+        return error_response(status, code, str(exc))
 
-    @app.exception_handler(InvalidTask)
-    async def invalid_task(request: Request, exc: InvalidTask) -> JSONResponse:
-        return error_response(422, "invalid_task", str(exc))
-
-    @app.exception_handler(TaskNotFound)
-    async def not_found(request: Request, exc: TaskNotFound) -> JSONResponse:
-        return error_response(404, "not_found", str(exc))
-
-    @app.exception_handler(InvalidTransition)
-    async def conflict(request: Request, exc: InvalidTransition) -> JSONResponse:
-        return error_response(409, "conflict", str(exc))
+    for error_type in CORE_ERRORS:
+        app.add_exception_handler(error_type, core_error)
 
     @app.exception_handler(DatabaseUnavailable)
     async def unavailable(request: Request, exc: DatabaseUnavailable) -> JSONResponse:
