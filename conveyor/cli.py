@@ -203,7 +203,7 @@ async def cmd_enqueue(args: argparse.Namespace) -> int:
             payload,
             priority=args.priority,
             idempotency_key=args.key,
-            run_after=parse_duration(args.delay) if args.delay else None,
+            run_after=args.delay,
         )
     print(task_id)
     return 0
@@ -310,10 +310,8 @@ async def cmd_retry(args: argparse.Namespace) -> int:
 
 async def cmd_prune(args: argparse.Namespace) -> int:
     async with App(settings=_settings(args)) as app, app.connection() as conn:
-        deleted = await queue.prune(
-            conn, older_than=parse_duration(args.older_than), batch=args.batch
-        )
-    print(f"deleted {deleted} finished task(s) older than {args.older_than}")
+        deleted = await queue.prune(conn, older_than=args.older_than, batch=args.batch)
+    print(f"deleted {deleted} finished task(s) older than {args.older_than:g} s")
     return 0
 
 
@@ -387,46 +385,34 @@ def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
 # Parsing
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def _int_between(low: int, high: int = 2**31 - 1) -> Callable[[str], int]:
+    """An argparse type: an integer from `low` to `high`, with a message that says so."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be {low} or more, not {value}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, not {value}")
+        return value
+
+    return parse
 
 
-def _port(text: str) -> int:
-    value = _non_negative_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"not a port: {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
+_positive_int = _int_between(1)
+_non_negative_int = _int_between(0)
+_port = _int_between(0, 65535)
 
 
 def _seconds(text: str) -> float:
+    """An argparse type: a duration (45s, 10m, 30d), in seconds."""
     try:
         return parse_duration(text)
     except ConveyorError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _duration(text: str) -> str:
-    try:
-        parse_duration(text)
-    except ConveyorError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -493,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("payload", nargs="?", help="JSON payload (default {})")
     p.add_argument("--priority", type=int, default=0)
     p.add_argument("--key", help="idempotency key")
-    p.add_argument("--delay", type=_duration, help="run after this long, e.g. 30s or 5m")
+    p.add_argument("--delay", type=_seconds, help="run after this long, e.g. 30s or 5m")
 
     p = command("submit", cmd_submit, "store files as documents and make each a task")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
@@ -561,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("prune", cmd_prune, "delete finished tasks older than a duration")
     p.add_argument(
-        "--older-than", type=_duration, required=True, metavar="DURATION", help="e.g. 30d, 12h"
+        "--older-than", type=_seconds, required=True, metavar="DURATION", help="e.g. 30d, 12h"
     )
     p.add_argument(
         "--batch",
