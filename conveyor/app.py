@@ -47,9 +47,14 @@ class AgentSpec:
     window_seconds: float = 60.0
     estimate_tokens: Callable[[Any], int] | None = None
     dispatcher: Dispatcher | None = None  # set for an external agent
+    compute_usd_per_hour: float | None = None  # None: the settings' default
 
-    def registration(self) -> queue.AgentRegistration:
+    def registration(self, default_compute_rate: float | None = None) -> queue.AgentRegistration:
+        rate = self.compute_usd_per_hour
+        if rate is None:
+            rate = default_compute_rate
         return queue.AgentRegistration(
+            compute_usd_per_hour=None if rate is None else float(rate),
             name=self.name,
             max_attempts=self.max_attempts,
             lease_seconds=self.lease_seconds,
@@ -111,6 +116,7 @@ class App:
         backoff_max: float = 300.0,
         window_seconds: float = 60.0,
         estimate_tokens: Callable[[Any], int] | None = None,
+        compute_usd_per_hour: float | None = None,
     ) -> Callable[[F], F]:
         """Declare an agent: `@app.agent("invoice", max_attempts=3)` over an async or plain
         function taking a Task. Without the decorator: `app.agent("invoice")(parse_invoice)`.
@@ -119,7 +125,8 @@ class App:
         `window_seconds`) are defaults: the database's values win once an operator sets
         them. `estimate_tokens(payload)` gives the tokens a task reserves when it is
         enqueued without `estimated_tokens`; without either, a task reserves the agent's
-        recent average usage.
+        recent average usage. `compute_usd_per_hour` prices an attempt's wall time
+        (default: CONVEYOR_COMPUTE_USD_PER_HOUR) into `task_attempts.compute_cost_usd`.
         """
         options: dict[str, Any] = dict(
             max_concurrent=max_concurrent,
@@ -131,6 +138,7 @@ class App:
             backoff_max=backoff_max,
             window_seconds=window_seconds,
             estimate_tokens=estimate_tokens,
+            compute_usd_per_hour=compute_usd_per_hour,
         )
         self._check_options(name, **options)
 
@@ -173,6 +181,7 @@ class App:
         max_tpm: int | None = None,
         max_rpm: int | None = None,
         window_seconds: float = 60.0,
+        compute_usd_per_hour: float | None = None,
         **_: Any,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -190,6 +199,8 @@ class App:
                 raise InvalidTask(f"{limit_name} must be a positive integer or None")
         if not 0 < window_seconds <= 86400:
             raise InvalidTask("window_seconds must be between 0 and 86400")
+        if compute_usd_per_hour is not None and not 0 <= compute_usd_per_hour < 1e6:
+            raise InvalidTask("compute_usd_per_hour must be a number >= 0")
 
     # -----------------------------------------------------------------------------------
     # The connection, one per event loop
@@ -234,8 +245,9 @@ class App:
             async with db.connection() as conn:
                 if self.auto_migrate:
                     await migrate(conn)
+                rate = self.settings.compute_usd_per_hour
                 await queue.register_agents(
-                    conn, [spec.registration() for spec in self.agents.values()]
+                    conn, [spec.registration(rate) for spec in self.agents.values()]
                 )
         except BaseException:
             await db.close()

@@ -153,6 +153,7 @@ class AgentRegistration:
     max_tpm: int | None = None
     max_rpm: int | None = None
     window_seconds: float = 60.0
+    compute_usd_per_hour: float | None = None
 
 
 async def register_agents(conn: Connection, agents: Sequence[AgentRegistration]) -> None:
@@ -170,6 +171,7 @@ async def register_agents(conn: Connection, agents: Sequence[AgentRegistration])
             "max_tpm": [a.max_tpm for a in ordered],
             "max_rpm": [a.max_rpm for a in ordered],
             "window_seconds": [a.window_seconds for a in ordered],
+            "compute_usd_per_hour": [a.compute_usd_per_hour for a in ordered],
         },
     )
 

@@ -12,6 +12,17 @@ CONVEYOR_PRUNE_AFTER       e.g. 30d: workers delete tasks finished longer ago (d
 CONVEYOR_LOG_FORMAT        text or json (default text)
 CONVEYOR_PUBLIC_URL        where external jobs reach the web app for their callbacks
                            (default http://127.0.0.1:8000)
+CONVEYOR_LLM_MODEL         the model the document agents call; unset: the offline extractor
+CONVEYOR_LLM_BASE_URL      an OpenAI-compatible endpoint (default: the SDK's, OpenAI's)
+CONVEYOR_LLM_API_KEY       its key (default: OPENAI_API_KEY, as the SDK reads it)
+CONVEYOR_LLM_VISION        1: the model reads page images (scanned pages); default 0
+CONVEYOR_LLM_CHUNK_TOKENS  prompt tokens per request; longer documents go in chunks (6000)
+CONVEYOR_LLM_PRICES        JSON, model -> {"input_per_mtok", "output_per_mtok"} in USD;
+                           wins over the genai-prices table
+CONVEYOR_COMPUTE_USD_PER_HOUR  compute cost of an attempt's wall time, for agents that
+                           declare no rate of their own (default 0.10)
+CONVEYOR_TRACING           otel: OpenTelemetry spans per attempt and model call (default off)
+CONVEYOR_MLFLOW_TRACKING_URI  with tracing on, also send the spans to this MLflow server
 
 Durations accept a unit: 500ms, 45s, 10m, 12h, 30d.
 """
@@ -22,6 +33,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conveyor.errors import ConveyorError
 
@@ -82,6 +94,15 @@ class Settings:
     prune_after: float | None = None
     log_format: str = "text"
     public_url: str = "http://127.0.0.1:8000"
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_vision: bool = False
+    llm_chunk_tokens: int = 6000
+    llm_prices: str | None = None  # JSON text, checked by from_env; parsed by the pricer
+    compute_usd_per_hour: float = 0.10
+    tracing: str | None = None
+    mlflow_tracking_uri: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -101,4 +122,41 @@ class Settings:
             prune_after=parse_duration(prune) if prune else None,
             log_format=log_format,
             public_url=os.environ.get("CONVEYOR_PUBLIC_URL") or "http://127.0.0.1:8000",
+            **_llm_settings(),
         )
+
+
+def _llm_settings() -> dict[str, Any]:
+    """The model, cost and tracing settings (CONVEYOR_LLM_*, COMPUTE, TRACING, MLFLOW)."""
+    from conveyor.llm.pricing import PRICES_VARIABLE, parse_prices
+
+    prices = os.environ.get(PRICES_VARIABLE) or None
+    parse_prices(prices)  # refuse a bad value at start, not at the first attempt's end
+    chunk = os.environ.get("CONVEYOR_LLM_CHUNK_TOKENS") or "6000"
+    if not chunk.isascii() or not chunk.isdigit() or not 500 <= int(chunk) <= 2_000_000:
+        raise SettingsError(
+            f"CONVEYOR_LLM_CHUNK_TOKENS={chunk!r}: expected a number of tokens from 500"
+        )
+    rate = os.environ.get("CONVEYOR_COMPUTE_USD_PER_HOUR") or "0.10"
+    try:
+        compute = float(rate)
+    except ValueError:
+        compute = -1.0
+    if not 0 <= compute < 1e6:
+        raise SettingsError(f"CONVEYOR_COMPUTE_USD_PER_HOUR={rate!r}: expected a number >= 0")
+    tracing = (os.environ.get("CONVEYOR_TRACING") or "").strip().lower() or None
+    if tracing in {"off", "0", "none"}:
+        tracing = None
+    if tracing not in {None, "otel"}:
+        raise SettingsError(f"CONVEYOR_TRACING={tracing!r}: expected otel (or unset: off)")
+    return {
+        "llm_model": os.environ.get("CONVEYOR_LLM_MODEL") or None,
+        "llm_base_url": os.environ.get("CONVEYOR_LLM_BASE_URL") or None,
+        "llm_api_key": os.environ.get("CONVEYOR_LLM_API_KEY") or None,
+        "llm_vision": _env_bool("CONVEYOR_LLM_VISION", False),
+        "llm_chunk_tokens": int(chunk),
+        "llm_prices": prices,
+        "compute_usd_per_hour": compute,
+        "tracing": tracing,
+        "mlflow_tracking_uri": os.environ.get("CONVEYOR_MLFLOW_TRACKING_URI") or None,
+    }

@@ -9,10 +9,13 @@ from typing import Any
 
 @dataclass
 class Usage:
-    model: str | None = None
+    model: str | None = None  # the last one reported
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
+    # model -> [input, output] tokens: an attempt that calls several models is priced
+    # model by model (see conveyor.llm.pricing).
+    by_model: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Task:
     labels: dict[str, str] = field(default_factory=dict)
     estimated_tokens: int | None = None
     usage: Usage = field(default_factory=Usage)
+    trace_id: str | None = None  # the attempt's trace, when tracing is on
 
     def report_usage(
         self, *, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0
@@ -43,6 +47,9 @@ class Task:
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
         if model is not None:
             self.usage.model = model
+            spent = self.usage.by_model.setdefault(model, [0, 0])
+            spent[0] += input_tokens
+            spent[1] += output_tokens
         self.usage.input_tokens += input_tokens
         self.usage.output_tokens += output_tokens
         self.usage.calls += 1

@@ -38,12 +38,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from conveyor import queue
+from conveyor import queue, tracing
 from conveyor.app import AgentSpec, App
 from conveyor.db.pool import TRANSIENT_ERRORS, Database
 from conveyor.errors import DatabaseUnavailable, PermanentFailure, Throttled
 from conveyor.external import Dispatcher, Job, attempt_secret
 from conveyor.listener import Listener
+from conveyor.llm.pricing import Pricer, parse_prices
 from conveyor.log import fields
 from conveyor.queue import ClaimedTask, Outcome
 from conveyor.sweeper import Pruner, Sweeper
@@ -106,6 +107,8 @@ class Worker:
         self._callback_key: str | None = None
         self.sweeper: Sweeper | None = None
         self.pruner: Pruner | None = None
+        self.pricer = Pricer(parse_prices(self.settings.llm_prices))
+        tracing.configure(self.settings)
         # Counters, for tests and logs.
         self.claimed_count = 0
         self.finished_count = 0
@@ -449,11 +452,35 @@ class Worker:
                 input_tokens=usage.input_tokens if usage.calls else None,
                 output_tokens=usage.output_tokens if usage.calls else None,
                 started_after=waited,
+                trace_id=task.trace_id,
+                llm_cost_usd=self._llm_cost(task),
             )
         )
         self._fill_slots()
 
+    def _llm_cost(self, task: Task) -> float | None:
+        """What the attempt's model calls cost (None: no calls, or a model without price)."""
+        if not task.usage.by_model:
+            return None
+        try:
+            cost = self.pricer.total({m: (i, o) for m, (i, o) in task.usage.by_model.items()})
+        except Exception as exc:  # a pricing bug must not lose the attempt's outcome
+            log.warning("could not price an attempt", extra=fields(error=str(exc)))
+            return None
+        return None if cost is None else float(cost)
+
     async def _call(self, spec: AgentSpec, task: Task) -> Any:
+        if tracing.enabled():
+            with tracing.attempt_span(task.agent, task.id, task.attempt) as span:
+                task.trace_id = tracing.trace_id_of(span)
+                try:
+                    return await self._call_agent(spec, task)
+                finally:
+                    span.set_attribute("gen_ai.usage.input_tokens", task.usage.input_tokens)
+                    span.set_attribute("gen_ai.usage.output_tokens", task.usage.output_tokens)
+        return await self._call_agent(spec, task)
+
+    async def _call_agent(self, spec: AgentSpec, task: Task) -> Any:
         assert spec.fn is not None
         if spec.is_async:
             return await spec.fn(task)

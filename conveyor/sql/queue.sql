@@ -8,18 +8,21 @@
 -- the same order as claims lock them). Declaring again refreshes the code's settings; the
 -- limits too, unless an operator has set them (`conveyor limits set`), which then win.
 INSERT INTO agents AS a (name, max_attempts, lease_seconds, max_concurrent, max_tpm, max_rpm,
-                       window_seconds, code_limits)
+                       window_seconds, code_limits, compute_usd_per_hour)
 SELECT r.name, r.max_attempts, r.lease_seconds, r.max_concurrent, r.max_tpm, r.max_rpm,
        r.window_seconds,
        jsonb_build_object('max_concurrent', r.max_concurrent, 'max_tpm', r.max_tpm,
-                          'max_rpm', r.max_rpm, 'window_seconds', r.window_seconds)
+                          'max_rpm', r.max_rpm, 'window_seconds', r.window_seconds),
+       r.compute_usd_per_hour
 FROM unnest(%(names)s::text[], %(max_attempts)s::int[], %(lease_seconds)s::float8[],
             %(max_concurrent)s::int[], %(max_tpm)s::int[], %(max_rpm)s::int[],
-            %(window_seconds)s::float8[])
-     AS r(name, max_attempts, lease_seconds, max_concurrent, max_tpm, max_rpm, window_seconds)
+            %(window_seconds)s::float8[], %(compute_usd_per_hour)s::float8[])
+     AS r(name, max_attempts, lease_seconds, max_concurrent, max_tpm, max_rpm, window_seconds,
+          compute_usd_per_hour)
 ON CONFLICT (name) DO UPDATE
 SET max_attempts = excluded.max_attempts,
     lease_seconds = excluded.lease_seconds,
+    compute_usd_per_hour = excluded.compute_usd_per_hour,
     code_limits = excluded.code_limits,
     max_concurrent = CASE WHEN a.limits_source = 'code' THEN excluded.max_concurrent
                           ELSE a.max_concurrent END,
@@ -277,11 +280,20 @@ WITH outcome AS (
         input_tokens = coalesce(a.input_tokens, o.input_tokens),
         output_tokens = coalesce(a.output_tokens, o.output_tokens),
         trace_id = coalesce(a.trace_id, o.trace_id),
-        llm_cost_usd = coalesce(a.llm_cost_usd, o.llm_cost)
+        llm_cost_usd = coalesce(a.llm_cost_usd, o.llm_cost),
+        -- Wall time from the agent's start (as above) to now, at the agent's rate. A late
+        -- outcome keeps the cost written when its attempt ended (sweep, cancel).
+        compute_cost_usd = CASE
+            WHEN e.id IS NULL THEN a.compute_cost_usd
+            ELSE conveyor_compute_cost(a.started_at + make_interval(secs => o.started_after),
+                                       clock_timestamp(), g.compute_usd_per_hour)
+        END
     FROM outcome o
     LEFT JOIN ended e ON e.id = o.task_id
+    CROSS JOIN agents g
     WHERE a.task_id = o.task_id
       AND a.attempt = o.attempt
+      AND g.name = a.agent
       AND (e.id IS NOT NULL OR a.status IN ('lost', 'cancelled'))
     RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied
 )
@@ -334,9 +346,13 @@ WITH expired AS MATERIALIZED (
     RETURNING t.id, t.attempts, t.status, t.error
 ), lost AS (
     UPDATE task_attempts a
-    SET status = 'lost', finished_at = clock_timestamp(), error = s.error
-    FROM swept s
-    WHERE a.task_id = s.id
+    SET status = 'lost', finished_at = clock_timestamp(), error = s.error,
+        -- Charged up to now: the worker's real end is unknown, at most a lease ago.
+        compute_cost_usd = conveyor_compute_cost(a.started_at, clock_timestamp(),
+                                                 g.compute_usd_per_hour)
+    FROM swept s, agents g
+    WHERE g.name = a.agent
+      AND a.task_id = s.id
       AND a.attempt = s.attempts
       AND a.status = 'running'
     RETURNING a.task_id
@@ -363,9 +379,12 @@ WITH target AS (
     RETURNING id, attempts
 ), attempt_row AS (
     UPDATE task_attempts a
-    SET status = 'cancelled', finished_at = clock_timestamp(), error = 'cancelled'
-    FROM target t
-    WHERE a.task_id = t.id
+    SET status = 'cancelled', finished_at = clock_timestamp(), error = 'cancelled',
+        compute_cost_usd = conveyor_compute_cost(a.started_at, clock_timestamp(),
+                                                 g.compute_usd_per_hour)
+    FROM target t, agents g
+    WHERE g.name = a.agent
+      AND a.task_id = t.id
       AND a.attempt = t.attempts
       AND a.status = 'running'
     RETURNING a.id
