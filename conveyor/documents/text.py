@@ -96,6 +96,8 @@ def extract_text(source: Path | bytes, *, name: str | None = None) -> DocumentTe
             document = pdfium.PdfDocument(source)
         except pdfium.PdfiumError as exc:
             raise UnreadableDocument(f"{which} cannot be opened: {_reason(exc)}") from None
+        except OSError as exc:  # a path that is not there, or not readable
+            raise UnreadableDocument(f"{which} cannot be read: {exc.strerror or exc}") from None
         try:
             for index in range(len(document)):
                 pages.append(_page_text(pdfium, document, index))

@@ -247,7 +247,10 @@ def _invoice_checks(inv: Invoice) -> list[str]:
     for i, item in enumerate(inv.line_items, 1):
         if item.quantity is not None and item.unit_price is not None and item.amount is not None:
             expected = item.quantity * item.unit_price
-            if not _close(expected, item.amount, CENT):
+            # Rounded to the amount's own precision: 2.5 x 25877 yen is 64693 yen.
+            exponent = item.amount.as_tuple().exponent
+            half_unit = Decimal(5).scaleb(int(exponent) - 1) if isinstance(exponent, int) else CENT
+            if not _close(expected, item.amount, max(CENT, half_unit)):
                 failed.append(
                     f"line {i}: {item.quantity} x {item.unit_price} = {expected:.2f}, "
                     f"not {item.amount}"

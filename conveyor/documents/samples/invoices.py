@@ -1,0 +1,548 @@
+"""Generated invoices: fictional vendors from ten countries, each with the habits of its
+place (date order, number format, tax name), drawn in varied layouts, and their truth.
+
+About one invoice in six is a hard case on purpose: an unusual label for the number, a
+date that reads both ways, a "Balance due" after the total, an order date before the
+invoice date, no tax line. An extractor that is right on all of them is suspicious.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from conveyor.documents.samples.formats import MoneyStyle, eu_money, format_date, us_money
+from conveyor.documents.types import Customer, Invoice, LineItem, Vendor
+
+CENT = Decimal("0.01")
+
+
+@dataclass(frozen=True)
+class Place:
+    currency: str
+    money: tuple[MoneyStyle, ...]
+    dates: tuple[str, ...]  # DATE_STYLES keys that place uses
+    tax_names: tuple[str, ...]
+    tax_rates: tuple[str, ...]
+    letter: bool = False  # US Letter paper rather than A4
+
+
+PLACES = {
+    "US": Place(
+        "USD",
+        (us_money("$"), us_money("USD ")),
+        ("us", "long_us", "short_us"),
+        ("Sales tax", "Tax"),
+        ("0", "6", "7.25", "8.25", "8.875"),
+        letter=True,
+    ),
+    "DE": Place(
+        "EUR",
+        (eu_money("€"), eu_money("EUR"), us_money("€")),
+        ("dot", "iso"),
+        ("VAT", "MwSt."),
+        ("19", "7"),
+    ),
+    "UK": Place(
+        "GBP", (us_money("£"), us_money("GBP ")), ("dmy", "long_eu", "short_eu"), ("VAT",), ("20",)
+    ),
+    "CA": Place(
+        "CAD",
+        (us_money("CA$"), us_money("CAD ")),
+        ("iso", "long_us"),
+        ("GST", "HST"),
+        ("5", "13"),
+        letter=True,
+    ),
+    "AU": Place("AUD", (us_money("A$"), us_money("AUD ")), ("dmy", "long_eu"), ("GST",), ("10",)),
+    "CH": Place(
+        "CHF",
+        (MoneyStyle("'", ".", "CHF"), MoneyStyle("'", ".", "CHF", sign_after=True)),
+        ("dot",),
+        ("MWST", "VAT"),
+        ("8.1",),
+    ),
+    "JP": Place(
+        "JPY",
+        (MoneyStyle(",", ".", "¥", decimals=0), MoneyStyle(",", ".", "JPY", decimals=0)),
+        ("iso",),
+        ("Consumption tax",),
+        ("10",),
+    ),
+    "FR": Place(
+        "EUR",
+        (MoneyStyle(" ", ",", "€", sign_after=True), eu_money("EUR")),
+        ("dmy", "long_eu"),
+        ("TVA", "VAT"),
+        ("20", "10"),
+    ),
+    "NL": Place(
+        "EUR",
+        (eu_money("€", after=False), eu_money("EUR")),
+        ("dmy", "iso"),
+        ("BTW", "VAT"),
+        ("21",),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Company:
+    name: str
+    lines: tuple[str, ...]
+    country: str
+    tax_label: str = ""
+    tax_id: str = ""
+
+
+VENDORS = (
+    Company(
+        "Northwind Traders Inc.",
+        ("1200 Market Street, Suite 400", "San Francisco, CA 94103", "United States"),
+        "US",
+        "EIN",
+        "94-3125567",
+    ),
+    Company(
+        "Kettle & Forge LLC",
+        ("88 Foundry Lane", "Pittsburgh, PA 15222"),
+        "US",
+        "Tax ID",
+        "25-1876543",
+    ),
+    Company(
+        "Bergmann & Söhne GmbH",
+        ("Industriestraße 14", "70565 Stuttgart", "Germany"),
+        "DE",
+        "USt-IdNr.",
+        "DE284619073",
+    ),
+    Company(
+        "Thames Valley Supplies Ltd",
+        ("Unit 7, Riverside Park", "Reading RG1 8BB", "United Kingdom"),
+        "UK",
+        "VAT No.",
+        "GB 214 5567 81",
+    ),
+    Company(
+        "Maple Leaf Logistics Corp.",
+        ("455 Front Street West", "Toronto, ON M5V 2W1", "Canada"),
+        "CA",
+        "GST/HST No.",
+        "81234 5678 RT0001",
+    ),
+    Company(
+        "Southern Cross Software Pty Ltd",
+        ("Level 12, 60 Margaret Street", "Sydney NSW 2000", "Australia"),
+        "AU",
+        "ABN",
+        "51 824 753 556",
+    ),
+    Company(
+        "Helvetia Präzision AG",
+        ("Bahnhofstrasse 21", "8001 Zürich", "Switzerland"),
+        "CH",
+        "MWST-Nr.",
+        "CHE-116.281.710",
+    ),
+    Company(
+        "Sakura Components K.K.",
+        ("3-7-1 Nishi-Shinjuku", "Shinjuku-ku, Tokyo 163-1030", "Japan"),
+        "JP",
+        "Registration No.",
+        "T8010401012345",
+    ),
+    Company(
+        "Lumière Conseil SARL",
+        ("27 rue de la République", "69002 Lyon", "France"),
+        "FR",
+        "TVA",
+        "FR40 483 247 862",
+    ),
+    Company(
+        "Van Dijk Installaties B.V.",
+        ("Keizersgracht 312", "1016 EZ Amsterdam", "Netherlands"),
+        "NL",
+        "BTW-nr",
+        "NL853746333B01",
+    ),
+)
+
+CUSTOMERS = (
+    Company("Globex Corporation", ("742 Evergreen Terrace", "Springfield, OR 97403"), "US"),
+    Company("Initech Ltd", ("4 Bridge Road", "Leeds LS1 4AP", "United Kingdom"), "UK"),
+    Company("Umbrella Research GmbH", ("Am Sandtorkai 50", "20457 Hamburg"), "DE"),
+    Company("Stark Freight Co.", ("1 Harbour Drive", "Halifax, NS B3J 1A1", "Canada"), "CA"),
+    Company("Wayne Botanical SAS", ("12 avenue Jean Jaurès", "31000 Toulouse"), "FR"),
+    Company("Blue Gum Retail Pty Ltd", ("221 Queen Street", "Brisbane QLD 4000"), "AU"),
+    Company("Tanaka Trading Co., Ltd.", ("2-4-1 Marunouchi", "Chiyoda-ku, Tokyo 100-0005"), "JP"),
+    Company("Hooli Europe B.V.", ("Herengracht 500", "1017 CB Amsterdam"), "NL"),
+    Company("Cyberdyne Systems", ("18144 El Camino Real", "Sunnyvale, CA 94087"), "US"),
+    Company("Alpenblick Hotels AG", ("Seestrasse 8", "6004 Luzern"), "CH"),
+)
+
+# (description, price range, whole quantities?) — some descriptions hold numbers on purpose.
+CATALOGUE: tuple[tuple[str, tuple[int, int], bool], ...] = (
+    ("Consulting services", (90, 220), False),
+    ("On-site installation", (400, 1800), True),
+    ("Annual support plan", (900, 4800), True),
+    ("Steel bracket M8 (pack of 50)", (12, 60), True),
+    ("USB-C cable 2 m", (6, 25), True),
+    ("Copy paper A4 80 g/m2, 5 reams", (18, 40), True),
+    ("Cloud hosting - monthly", (150, 1200), True),
+    ("Software licence, 12 months", (200, 2400), True),
+    ("Shipping and handling", (10, 90), True),
+    ("Design workshop (half day)", (600, 1500), True),
+    ("Replacement filter cartridge", (20, 75), True),
+    ("Data migration", (80, 180), False),
+    ("Training session for 10 people", (500, 2500), True),
+    ("LED panel 60x60 cm", (35, 120), True),
+    ("Translation, per page", (25, 45), True),
+    ("Espresso beans 1 kg", (18, 32), True),
+    ("Project management", (85, 160), False),
+    ("Ergonomic office chair", (180, 650), True),
+    ("Network switch 24-port", (210, 900), True),
+    ("Maintenance visit", (120, 350), True),
+)
+
+NUMBER_LABELS = ("Invoice No.", "Invoice #", "Invoice Number", "Bill number", "Invoice no:")
+HARD_NUMBER_LABELS = ("Reference", "Document No.", "Our ref.")
+ISSUE_LABELS = ("Date", "Invoice Date", "Issue date", "Date of issue", "Invoice date")
+DUE_LABELS = ("Due Date", "Payment due", "Due", "Pay by", "Due date")
+BILL_TO = ("Bill to:", "Billed to", "Customer:", "Invoice to:", "Sold to")
+TITLES = ("INVOICE", "Invoice", "TAX INVOICE", "Bill")
+SUBTOTAL_LABELS = ("Subtotal", "Net amount", "Sub-total", "Total before tax")
+TOTAL_LABELS = ("Total", "Total due", "Amount due", "Grand total", "Invoice total", "TOTAL")
+TABLE_HEADS = (
+    ("Description", "Qty", "Unit price", "Amount"),
+    ("Item", "Quantity", "Rate", "Total"),
+    ("Description", "Units", "Price", "Line total"),
+    ("Article", "Qty", "Unit cost", "Amount"),
+)
+NUMBER_SHAPES = (
+    lambda r, y: f"INV-{y}-{r.randint(1, 9999):04d}",
+    lambda r, y: f"{y}/{r.randint(1, 999):03d}",
+    lambda r, y: f"{r.randint(10000, 99999)}",
+    lambda r, y: f"F{y % 100}{r.randint(1000, 9999)}",
+    lambda r, y: f"{r.choice('ABCDEFGHJK')}{r.randint(100, 999)}-{r.randint(10, 99)}",
+)
+
+
+@dataclass
+class InvoiceSpec:
+    """Every choice made for one invoice: what is printed, and how."""
+
+    truth: Invoice
+    vendor: Company
+    customer: Company
+    money: MoneyStyle
+    date_style: str
+    tax_name: str
+    tax_rate: str
+    labels: dict[str, str]
+    layout: str  # "stacked" (label: value lines) or "row" (a row of labels, then values)
+    vendor_right: bool
+    numbered_rows: bool
+    customer_first: bool
+    letter: bool
+    hard: list[str] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def money_round(value: Decimal, decimals: int) -> Decimal:
+    return value.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+
+
+def invoice_spec(seed: int) -> InvoiceSpec:
+    r = random.Random(f"invoice-{seed}")
+    vendor = r.choice(VENDORS)
+    place = PLACES[vendor.country]
+    customer = r.choice([c for c in CUSTOMERS if c.name != vendor.name])
+    money = r.choice(place.money)
+    date_style = r.choice(place.dates)
+    hard: list[str] = []
+    if r.random() < 0.18:
+        hard.append(
+            r.choice(["odd-label", "ambiguous-date", "balance-due", "order-date", "no-tax"])
+        )
+    if "ambiguous-date" in hard:
+        # A US vendor writing day first: both readings are dates when the day is <= 12.
+        date_style = "dmy" if place.dates[0] == "us" else "us"
+
+    year = r.choice((2025, 2026))
+    issue = datetime.date(year, r.randint(1, 12), r.randint(1, 28))
+    if "ambiguous-date" in hard:
+        issue = issue.replace(day=r.randint(1, 12))
+    due: datetime.date | None = issue + datetime.timedelta(days=r.choice((14, 15, 30, 30, 45)))
+    if r.random() < 0.1:
+        due = None  # "Payable upon receipt"
+
+    count = r.choice((1, 2, 3, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25))
+    decimals = money.decimals
+    scale = 150 if place.currency == "JPY" else 1
+    items = []
+    for description, (low, high), whole in r.sample(CATALOGUE, min(count, len(CATALOGUE))):
+        quantity = (
+            Decimal(r.choice((1, 1, 1, 2, 3, 4, 5, 10, 12, 20, 50)))
+            if whole
+            else Decimal(r.randint(2, 80)) / 2
+        )
+        price = money_round(Decimal(r.randint(low * 100, high * 100)) / 100 * scale, decimals)
+        amount = money_round(quantity * price, decimals)
+        items.append(
+            LineItem(description=description, quantity=quantity, unit_price=price, amount=amount)
+        )
+    while len(items) < count:  # more lines than the catalogue: repeat with a date suffix
+        base = r.choice(items[: len(CATALOGUE)])
+        month = r.randint(1, 12)
+        items.append(base.model_copy(update={"description": f"{base.description} ({month:02d})"}))
+    subtotal = sum((i.amount for i in items if i.amount is not None), Decimal(0))
+    tax_rate = r.choice(place.tax_rates)
+    tax: Decimal | None = money_round(subtotal * Decimal(tax_rate) / 100, decimals)
+    if tax_rate == "0" or "no-tax" in hard:
+        tax_rate = "0"
+        tax = None
+    total = subtotal + (tax or Decimal(0))
+
+    number_label = r.choice(NUMBER_LABELS)
+    if "odd-label" in hard:
+        number_label = r.choice(HARD_NUMBER_LABELS)
+    labels = {
+        "number": number_label,
+        "issue": r.choice(ISSUE_LABELS),
+        "due": r.choice(DUE_LABELS),
+        "bill_to": r.choice(BILL_TO),
+        "title": r.choice(TITLES),
+        "subtotal": r.choice(SUBTOTAL_LABELS),
+        "total": r.choice(TOTAL_LABELS),
+    }
+    colon = r.random() < 0.6
+    if colon:
+        labels = {
+            k: (v if v.endswith(":") or k in ("title",) else v + ":") for k, v in labels.items()
+        }
+    truth = Invoice(
+        number=r.choice(NUMBER_SHAPES)(r, year),
+        issue_date=issue,
+        due_date=due,
+        vendor=Vendor(name=vendor.name, address=", ".join(vendor.lines), tax_id=vendor.tax_id),
+        customer=Customer(name=customer.name, address=", ".join(customer.lines)),
+        currency=place.currency,
+        line_items=items,
+        subtotal=subtotal,
+        tax=tax,
+        total=total,
+    )
+    # Row layouts print values side by side: only for values without spaces.
+    spaced = " " in format_date(issue, date_style)
+    layout = "stacked" if spaced or r.random() < 0.6 else "row"
+    spec = InvoiceSpec(
+        truth=truth,
+        vendor=vendor,
+        customer=customer,
+        money=money,
+        date_style=date_style,
+        tax_name=r.choice(place.tax_names),
+        tax_rate=tax_rate,
+        labels=labels,
+        layout=layout,
+        vendor_right=r.random() < 0.3,
+        numbered_rows=r.random() < 0.3,
+        customer_first=r.random() < 0.3,
+        letter=place.letter,
+        hard=hard,
+    )
+    spec.extras["table_head"] = r.choice(TABLE_HEADS)
+    spec.extras["order_date"] = issue - datetime.timedelta(days=r.randint(3, 20))
+    spec.extras["paid"] = money_round(total * Decimal(r.choice(("0.25", "0.5"))), decimals)
+    spec.extras["terms_days"] = (due - issue).days if due else 0
+    spec.extras["iban"] = f"{r.choice(['DE', 'GB', 'NL', 'FR'])}{r.randint(10, 99)} " + " ".join(
+        f"{r.randint(0, 9999):04d}" for _ in range(4)
+    )
+    return spec
+
+
+class Sheet:
+    """A reportlab canvas with a cursor: lines go down the page, pages break by themselves."""
+
+    def __init__(self, canvas: Any, width: float, height: float) -> None:
+        self.c = canvas
+        self.width = width
+        self.height = height
+        self.y = height - 60
+        self.page = 1
+
+    def line(
+        self,
+        x: float,
+        text: str,
+        *,
+        size: float = 10,
+        bold: bool = False,
+        right: bool = False,
+        advance: float | None = None,
+    ) -> None:
+        self.c.setFont("Helvetica-Bold" if bold else "Helvetica", size)
+        if right:
+            self.c.drawRightString(x, self.y, text)
+        else:
+            self.c.drawString(x, self.y, text)
+        if advance is None:
+            advance = size * 1.35
+        self.y -= advance
+
+    def cells(self, cells: list[tuple[float, str, bool]], *, bold: bool = False) -> None:
+        """One row of a table: (x, text, right-aligned) on one baseline."""
+        self.c.setFont("Helvetica-Bold" if bold else "Helvetica", 9.5)
+        for x, text, right in cells:
+            if right:
+                self.c.drawRightString(x, self.y, text)
+            else:
+                self.c.drawString(x, self.y, text)
+        self.y -= 14
+
+    def gap(self, points: float) -> None:
+        self.y -= points
+
+    def room(self, points: float) -> bool:
+        return self.y - points > 70
+
+    def new_page(self) -> None:
+        self.c.showPage()
+        self.page += 1
+        self.y = self.height - 60
+
+
+def draw_invoice(spec: InvoiceSpec) -> bytes:
+    """The PDF of an invoice spec."""
+    import io
+
+    from reportlab.lib.pagesizes import A4, LETTER  # type: ignore[import-untyped]
+    from reportlab.pdfgen.canvas import Canvas  # type: ignore[import-untyped]
+
+    inv = spec.truth
+    width, height = LETTER if spec.letter else A4
+    buffer = io.BytesIO()
+    canvas = Canvas(buffer, pagesize=(width, height), invariant=True)
+    canvas.setTitle(f"Invoice {inv.number}")
+    sheet = Sheet(canvas, width, height)
+    left, right = 50.0, width - 50
+    money = spec.money
+    labels = spec.labels
+
+    def date(value: datetime.date) -> str:
+        return format_date(value, spec.date_style)
+
+    # Vendor block, title.
+    vx = right if spec.vendor_right else left
+    sheet.line(vx, spec.vendor.name, size=15, bold=True, right=spec.vendor_right)
+    for text in spec.vendor.lines:
+        sheet.line(vx, text, right=spec.vendor_right, advance=12.5)
+    sheet.line(vx, f"{spec.vendor.tax_label}: {spec.vendor.tax_id}", right=spec.vendor_right)
+    title_y = sheet.y
+    sheet.y = height - 60
+    sheet.line(
+        left if spec.vendor_right else right,
+        labels["title"],
+        size=20,
+        bold=True,
+        right=not spec.vendor_right,
+    )
+    sheet.y = min(title_y, sheet.y) - 18
+
+    def bill_to() -> None:
+        sheet.line(left, labels["bill_to"], bold=True)
+        sheet.line(left, spec.customer.name, advance=12.5)
+        for text in spec.customer.lines:
+            sheet.line(left, text, advance=12.5)
+        sheet.gap(18)
+
+    if spec.customer_first:
+        bill_to()
+
+    # The invoice's number and dates.
+    meta: list[tuple[str, str]] = [(labels["number"], inv.number or "")]
+    if "order-date" in spec.hard:
+        meta.append(("Order date:", date(spec.extras["order_date"])))
+    meta.append((labels["issue"], date(inv.issue_date) if inv.issue_date else ""))
+    if inv.due_date:
+        meta.append((labels["due"], date(inv.due_date)))
+    if spec.layout == "row":
+        columns = [left + i * 150 for i in range(len(meta))]
+        sheet.cells(
+            [(x, label.rstrip(":"), False) for x, (label, _) in zip(columns, meta, strict=True)],
+            bold=True,
+        )
+        sheet.cells([(x, value, False) for x, (_, value) in zip(columns, meta, strict=True)])
+    else:
+        for label, value in meta:
+            sheet.cells([(left, label, False), (left + 110, value, False)])
+    if not inv.due_date:
+        sheet.line(left, "Payable upon receipt")
+    sheet.gap(12)
+
+    if not spec.customer_first:
+        bill_to()
+
+    # The lines.
+    head = spec.extras["table_head"]
+    dx = 70.0 if spec.numbered_rows else left
+    cols = (dx, right - 190, right - 95, right)
+
+    def table_head() -> None:
+        cells = [
+            (cols[0], head[0], False),
+            (cols[1], head[1], True),
+            (cols[2], head[2], True),
+            (cols[3], head[3], True),
+        ]
+        if spec.numbered_rows:
+            cells.insert(0, (left, "#", False))
+        sheet.cells(cells, bold=True)
+
+    table_head()
+    for n, item in enumerate(inv.line_items, 1):
+        if not sheet.room(14):
+            sheet.line(right, "continued on next page", size=8, right=True)
+            sheet.new_page()
+            table_head()
+        quantity = f"{item.quantity:f}".replace(".", money.decimal)
+        cells = [
+            (cols[0], item.description or "", False),
+            (cols[1], quantity, True),
+            (cols[2], money.number(item.unit_price or Decimal(0)), True),
+            (cols[3], money.number(item.amount or Decimal(0)), True),
+        ]
+        if spec.numbered_rows:
+            cells.insert(0, (left, str(n), False))
+        sheet.cells(cells)
+    sheet.gap(10)
+
+    # The sums.
+    if not sheet.room(90):
+        sheet.new_page()
+    lx = right - 230
+    sums = [(labels["subtotal"], money.number(inv.subtotal or Decimal(0)))]
+    if inv.tax is not None:
+        rate = spec.tax_rate.replace(".", money.decimal)
+        sums.append((f"{spec.tax_name} {rate}%", money.number(inv.tax)))
+    sums.append((labels["total"], money.money(inv.total or Decimal(0))))
+    if "balance-due" in spec.hard:
+        paid = spec.extras["paid"]
+        sums.append(("Amount paid", money.money(-paid)))
+        sums.append(("Balance due", money.money((inv.total or Decimal(0)) - paid)))
+    for label, value in sums:
+        sheet.cells([(lx, label, False), (right, value, True)], bold=label == labels["total"])
+    sheet.gap(24)
+
+    # Terms and the bank: more numbers near the end, as on real invoices.
+    if inv.due_date:
+        sheet.line(left, f"Payment terms: {spec.extras['terms_days']} days net", size=9)
+    sheet.line(left, f"Bank transfer to IBAN {spec.extras['iban']}", size=9)
+    sheet.line(left, "Thank you for your business.", size=9)
+    canvas.showPage()
+    canvas.save()
+    return buffer.getvalue()
