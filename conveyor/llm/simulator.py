@@ -7,6 +7,9 @@
 
 or, from a shell: python -m conveyor.llm.simulator --tpm 200000 --rpm 300 --port 8089
 
+With `--truth DIR [--error-rate 0.1] [--seed N]` it answers extraction requests from
+ground truth, with injected errors (see `conveyor.llm.answers`).
+
 Every request costs its prompt and completion tokens (estimated as in
 `conveyor.llm.protocol`), decided before the answer is produced; the rolling window of
 `conveyor.llm.window` admits it or refuses it with a 429 and Retry-After. An admitted
@@ -271,6 +274,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--allow-remote", action="store_true", help="allow a --host that is not loopback"
     )
+    parser.add_argument(
+        "--truth", help="answer extraction requests from the JSON files in this folder"
+    )
+    parser.add_argument(
+        "--error-rate", type=float, default=0.0, help="with --truth: fields answered wrong (0)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="with --truth: the errors' seed")
     return parser
 
 
@@ -287,12 +297,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (args.allow_remote or is_loopback(args.host)):
         parser.error(f"{args.host} is not a loopback address; pass --allow-remote to serve it")
     try:
+        responder: Responder = json_responder
+        if args.truth is not None:
+            from conveyor.llm.answers import TruthResponder
+
+            responder = TruthResponder.from_dir(
+                args.truth, error_rate=args.error_rate, seed=args.seed
+            )
         simulator = Simulator(
             rpm=args.rpm,
             tpm=args.tpm,
             window_seconds=args.window,
             base_latency=args.base_latency,
             per_token_latency=args.per_token_latency,
+            responder=responder,
         )
     except ValueError as exc:  # pydantic's ValidationError is one
         parser.error(str(exc))
