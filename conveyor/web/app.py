@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Response, status
+from fastapi.responses import RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from conveyor import queue
@@ -19,7 +20,9 @@ from conveyor.app import App
 from conveyor.errors import TaskNotFound
 from conveyor.queue import NewTask
 from conveyor.states import TaskStatus
-from conveyor.web import callbacks, documents, errors
+from conveyor.web import callbacks, dashboard, documents, errors
+from conveyor.web import events as event_stream
+from conveyor.web import metrics as metrics_routes
 from conveyor.web.errors import ApiError, error_response, parse_id
 from conveyor.web.models import (
     ErrorOut,
@@ -40,10 +43,14 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def create_app(app: App) -> FastAPI:
+    hub = event_stream.EventHub()  # this process's one LISTEN connection, for /api/events
+
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         await app.database()
+        await hub.start(app)
         yield
+        await hub.stop()
         await app.aclose()
 
     api = FastAPI(
@@ -63,6 +70,11 @@ def create_app(app: App) -> FastAPI:
     _routes(api, app)
     api.include_router(documents.router(app))
     api.include_router(callbacks.router(app))
+    api.include_router(metrics_routes.router(app))
+    api.state.events = hub
+    api.include_router(event_stream.router(hub))
+    api.include_router(dashboard.router(app))
+    dashboard.mount_static(api)
     return api
 
 
@@ -197,13 +209,15 @@ def _too_large(limit: int) -> ASGIApp:
 
 
 class BearerAuth:
-    """With CONVEYOR_API_TOKEN set, /api and the dashboard need `Authorization: Bearer`.
+    """With CONVEYOR_API_TOKEN set, /api and the dashboard need `Authorization: Bearer`,
+    or for reading, the session cookie of /login (browsers; see web/dashboard.py).
     Health checks stay open; callbacks from external jobs carry a signature instead."""
 
-    OPEN = ("/healthz", "/api/callbacks/")
+    OPEN = ("/healthz", "/api/callbacks/", "/login", "/static/")
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
+        self.token = token
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -211,7 +225,12 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers", ())).get(b"authorization", b"")
-        if not hmac.compare_digest(given, self.expected):
+        if not hmac.compare_digest(given, self.expected) and not dashboard.has_session(
+            scope, self.token
+        ):
+            if dashboard.is_page(scope):
+                await RedirectResponse("/login", status_code=303)(scope, receive, send)
+                return
             response = error_response(
                 401,
                 "unauthorized",

@@ -18,9 +18,21 @@ from conveyor.errors import ConveyorError
 
 
 class Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, api: FastAPI) -> None:
+        super().__init__(config)
+        self.api = api
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield  # the caller handles SIGTERM and SIGINT, and sets should_exit
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # uvicorn waits for open responses before its lifespan shutdown, and an event
+        # stream never ends by itself: end the streams first.
+        hub = getattr(self.api.state, "events", None)
+        if hub is not None:
+            hub.close_streams()
+        await super().shutdown(sockets)
 
 
 def make_server(api: FastAPI, host: str, port: int, *, token: str | None) -> Server:
@@ -34,7 +46,7 @@ def make_server(api: FastAPI, host: str, port: int, *, token: str | None) -> Ser
         lifespan="on",
         proxy_headers=False,
     )
-    return Server(config)
+    return Server(config, api)
 
 
 def check_exposure(host: str, token: str | None) -> None:

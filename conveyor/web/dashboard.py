@@ -1,0 +1,189 @@
+"""The operator dashboard: `GET /` and `GET /tasks/{id}`, plain HTML and a little JS.
+
+The pages are rendered here from the templates beside this module (string.Template, every
+value escaped); the numbers come from the JSON API (`/api/metrics`, `/api/tasks`,
+`/api/costs`), which the page's script reads again when `/api/events` says something
+changed, and every 10 s whatever it says (proxies can drop a stream's bytes silently).
+Nothing is fetched from the internet and nothing is built: the static folder is served
+as it is.
+
+With CONVEYOR_API_TOKEN set, a browser cannot send `Authorization` on its own, and an
+`EventSource` cannot send it at all. `/login` takes the token once, in a form, and answers
+a session cookie: HttpOnly (scripts cannot read it), SameSite=Strict (other sites cannot
+make the browser send it), Secure over https, and holding an HMAC of the token, not the
+token. The cookie is accepted for GET and HEAD only: it lets a browser read, and every
+change (POST) still needs the bearer token, so a forged form cannot act with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import json
+from datetime import datetime
+from http.cookies import SimpleCookie
+from pathlib import Path
+from string import Template
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
+
+from conveyor.app import App
+from conveyor.errors import TaskNotFound
+from conveyor.web.errors import parse_id
+
+HERE = Path(__file__).parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+COOKIE = "conveyor_session"
+PAGES = ("/", "/tasks/")
+
+
+def _template(name: str) -> Template:
+    return Template((TEMPLATES / name).read_text())
+
+
+def session_value(token: str) -> str:
+    return hmac.new(token.encode(), b"conveyor dashboard session", hashlib.sha256).hexdigest()
+
+
+def has_session(scope: Scope, token: str) -> bool:
+    """A session cookie from /login, on a request that only reads."""
+    if scope.get("method") not in ("GET", "HEAD"):
+        return False
+    raw = dict(scope.get("headers", ())).get(b"cookie")
+    if not raw:
+        return False
+    cookie: SimpleCookie = SimpleCookie()
+    try:
+        cookie.load(raw.decode("latin-1"))
+    except Exception:  # a malformed Cookie header is simply no session
+        return False
+    morsel = cookie.get(COOKIE)
+    return morsel is not None and hmac.compare_digest(
+        morsel.value.encode(), session_value(token).encode()
+    )
+
+
+def is_page(scope: Scope) -> bool:
+    """A dashboard page, where a browser without a session is sent to /login."""
+    path: str = scope["path"]
+    return scope.get("method") == "GET" and (path == "/" or path.startswith("/tasks/"))
+
+
+def _page(title: str, body: str, *, script: str = "", data: dict[str, str] | None = None) -> str:
+    attrs = " ".join(f'data-{k}="{html.escape(v)}"' for k, v in (data or {}).items())
+    return _template("page.html").substitute(
+        title=html.escape(title),
+        body=body,
+        body_attrs=attrs,
+        script=f'<script src="/static/{script}" defer></script>' if script else "",
+    )
+
+
+def router(app: App) -> APIRouter:
+    api = APIRouter(include_in_schema=False)  # pages, not API operations
+
+    @api.get("/", response_class=HTMLResponse)
+    async def dashboard(
+        poll: Annotated[float, Query(ge=0.05, le=3600)] = 10.0,
+    ) -> HTMLResponse:
+        """The overview. `?poll=SECONDS` sets the fallback poll (tests make it short)."""
+        body = _template("dashboard.html").substitute()
+        page = _page("Conveyor", body, script="dashboard.js", data={"poll": str(poll)})
+        return HTMLResponse(page)
+
+    @api.get("/tasks/{task_id}", response_class=HTMLResponse)
+    async def task_page(task_id: str) -> HTMLResponse:
+        number = parse_id(task_id)
+        if number is None:
+            raise TaskNotFound(task_id)
+        task = await app.get_task_async(number)
+        rows = "".join(_attempt_row(a) for a in task.attempt_history) or (
+            '<tr><td colspan="10" class="empty">no attempts yet</td></tr>'
+        )
+        body = _template("task.html").substitute(
+            id=task.id,
+            agent=html.escape(task.agent),
+            status=html.escape(str(task.status)),
+            priority=task.priority,
+            attempts=f"{task.attempts} of {task.max_attempts}",
+            tenant=html.escape(task.tenant or "—"),
+            created=_time(task.created_at),
+            started=_time(task.started_at),
+            finished=_time(task.finished_at),
+            error=html.escape(task.error or ""),
+            payload=html.escape(json.dumps(task.payload, indent=2, ensure_ascii=False)),
+            result=html.escape(json.dumps(task.result, indent=2, ensure_ascii=False)),
+            attempt_rows=rows,
+        )
+        page = _page(
+            f"Task {task.id} · Conveyor",
+            body,
+            script="task.js",
+            data={"task": str(task.id), "status": str(task.status)},
+        )
+        return HTMLResponse(page)
+
+    @api.get("/login", response_class=HTMLResponse)
+    async def login_form() -> HTMLResponse:
+        return HTMLResponse(
+            _page("Sign in · Conveyor", _template("login.html").substitute(error=""))
+        )
+
+    @api.post("/login")
+    async def login(request: Request, token: Annotated[str, Form(max_length=1000)]) -> Response:
+        expected = app.settings.api_token
+        if expected is None:
+            return RedirectResponse("/", status_code=303)
+        if not hmac.compare_digest(token.encode(), expected.encode()):
+            body = _template("login.html").substitute(
+                error='<p class="error">That is not this server\'s token.</p>'
+            )
+            return HTMLResponse(_page("Sign in · Conveyor", body), status_code=401)
+        answer = RedirectResponse("/", status_code=303)
+        answer.set_cookie(
+            COOKIE,
+            session_value(expected),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            max_age=12 * 3600,
+        )
+        return answer
+
+    return api
+
+
+def mount_static(api: Any) -> None:
+    api.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+
+def _time(value: datetime | None) -> str:
+    if value is None:
+        return "—"
+    return f'<time datetime="{value.isoformat()}">{value:%Y-%m-%d %H:%M:%S} UTC</time>'
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"${value:.4f}"
+
+
+def _attempt_row(a: Any) -> str:
+    cells = [
+        str(a.attempt),
+        html.escape(a.status),
+        html.escape(a.worker_id or "—"),
+        f"<code>{html.escape(a.run_id or '—')}</code>",
+        f"<code>{html.escape(a.trace_id or '—')}</code>",
+        html.escape(a.model or "—"),
+        f"{a.input_tokens or 0:,} / {a.output_tokens or 0:,}",
+        f"{_money(a.llm_cost_usd)} / {_money(a.compute_cost_usd)}",
+        _time(a.started_at),
+        html.escape(a.error or ""),
+    ]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"

@@ -1,0 +1,336 @@
+"""The live event stream: one LISTEN connection per web process, fanned out over SSE.
+
+`GET /api/events` answers `text/event-stream`; each change of a task's status is one event:
+
+    id: 9c41d2e0-1734
+    event: task
+    data: {"id": 17, "agent": "invoice", "status": "completed"}
+
+A statement that changed more than 200 tasks NOTIFYs only their number, and becomes one
+event `{"agent", "status", "count"}`. An event `refresh` tells the client to read its
+numbers again: the LISTEN connection was re-established (NOTIFYs sent meanwhile are lost),
+its `Last-Event-ID` is too old or from another process, or it fell so far behind that
+coalescing its backlog into one refresh is cheaper than sending it. Every ~15 s of silence
+there is a heartbeat: a comment line for proxies and a `ping` event that a page can watch
+(browsers hide comments from scripts).
+
+How it is built: the hub appends every event, encoded once, to one ring buffer; a client
+is a cursor into it, so fanning an event out to a thousand clients costs one wake-up, not
+a thousand queue appends, and each client's backlog is bounded by the ring. A client whose
+backlog nears the ring's size gets a `refresh` instead of the backlog; a client stuck in a
+write (its socket is full) while the ring laps it is dropped, and never slows the others.
+
+Event ids are `<process>-<sequence>`: the sequence increases within the stream, and the
+random process part makes an id from before a restart, or from another web process behind
+the same load balancer, recognisably unknown (a `refresh`) rather than wrongly resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from conveyor.app import App
+from conveyor.listener import Listener
+from conveyor.log import fields
+from conveyor.states import TaskStatus
+from conveyor.web.errors import ApiError
+
+log = logging.getLogger(__name__)
+
+HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache, no-transform"),
+    # nginx buffers proxied responses unless told not to; an event stream must not wait.
+    (b"x-accel-buffering", b"no"),
+]
+
+
+@dataclass(slots=True)
+class _Event:
+    seq: int
+    agent: str | None  # None: a refresh, which every client gets whatever its filters
+    status: str | None
+    wire: bytes
+
+
+@dataclass(eq=False)
+class Client:
+    agents: frozenset[str] | None
+    statuses: frozenset[str] | None
+    cursor: int  # the sequence of the last event this client was given
+    writing: bool = False
+    dropped: bool = False
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def wants(self, event: _Event) -> bool:
+        if event.agent is None:
+            return True
+        return (self.agents is None or event.agent in self.agents) and (
+            self.statuses is None or event.status in self.statuses
+        )
+
+
+class EventHub:
+    """Fans the NOTIFYs of one LISTEN connection out to this process's SSE clients.
+
+    Set the tuning attributes before `start()`; tests make them small."""
+
+    def __init__(self) -> None:
+        self.instance = secrets.token_hex(4)
+        self.ring_size = 4096  # events kept for resuming and for slow readers
+        self.heartbeat = 15.0  # seconds of silence before a heartbeat
+        self.sweep_interval = 1.0  # how often stuck clients are looked for
+        self.clients: set[Client] = set()
+        self.head = 0  # the sequence of the newest event; 0: none yet
+        self.enabled = False
+        self.closing = False
+        self._ring: list[_Event | None] = []
+        self._changed = asyncio.Event()
+        self._listener: Listener | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    async def start(self, app: App) -> None:
+        """Hold the LISTEN connection (unless CONVEYOR_LISTEN=0, behind a transaction
+        pooler: then the stream answers 503 and the dashboard polls)."""
+        self._ring = [None] * self.ring_size
+        self.closing = False
+        if not app.settings.listen:
+            return
+        db = await app.database()
+        self._listener = Listener(db.url, self._on_notify, on_reconnect=self._on_reconnect)
+        self._tasks = [
+            asyncio.create_task(self._listener.run(), name="conveyor-events-listen"),
+            asyncio.create_task(self._sweep(), name="conveyor-events-sweep"),
+        ]
+        if not await self._listener.wait_listening(10.0):
+            log.warning("the event stream's LISTEN connection is not up yet; retrying")
+        self.enabled = True
+
+    def close_streams(self) -> None:
+        """End every stream, so that a server shutting down does not wait for them
+        forever; a client stuck in a write is cut off a second later."""
+        self.closing = True
+        self._wake()
+        loop = asyncio.get_running_loop()
+        for client in list(self.clients):
+            loop.call_later(1.0, self._drop, client, "shutdown")
+
+    async def stop(self) -> None:
+        self.close_streams()
+        self.enabled = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
+
+    # -- events in -----------------------------------------------------------------------
+
+    def _on_notify(self, payload: dict[str, Any]) -> None:
+        agent, status = payload.get("agent"), payload.get("status")
+        if not isinstance(agent, str) or not isinstance(status, str):
+            return
+        ids, count = payload.get("ids"), payload.get("count")
+        if isinstance(ids, list):
+            for task_id in ids:
+                if isinstance(task_id, int):
+                    self._append(
+                        "task", agent, status, {"id": task_id, "agent": agent, "status": status}
+                    )
+        elif isinstance(count, int):
+            self._append("task", agent, status, {"agent": agent, "status": status, "count": count})
+        self._wake()
+
+    def _on_reconnect(self) -> None:
+        log.info("event stream: LISTEN re-established; clients are told to refresh")
+        self._append("refresh", None, None, {"reason": "reconnected"})
+        self._wake()
+
+    def _append(self, kind: str, agent: str | None, status: str | None, data: Any) -> None:
+        self.head += 1
+        self._ring[self.head % self.ring_size] = _Event(
+            self.head, agent, status, _wire(self.event_id(self.head), kind, data)
+        )
+
+    def _wake(self) -> None:
+        # Setting an asyncio.Event resolves the waits of everyone waiting now; clearing it
+        # right away re-arms it for the next round without a lost wake-up (one thread).
+        self._changed.set()
+        self._changed.clear()
+
+    # -- events out ----------------------------------------------------------------------
+
+    def event_id(self, seq: int) -> str:
+        return f"{self.instance}-{seq}"
+
+    def subscribe(
+        self, agents: frozenset[str] | None, statuses: frozenset[str] | None, last_id: str | None
+    ) -> tuple[Client, bytes]:
+        """A new client and what it is sent first: a refresh when it cannot resume."""
+        client = Client(agents, statuses, cursor=self.head)
+        first = b"retry: 1000\n\n"  # EventSource reconnects after 1 s (its default is ~3 s)
+        if last_id is not None:
+            seq = self._resumable(last_id)
+            if seq is None:
+                first += self._refresh("unknown_last_event_id")
+            else:
+                client.cursor = seq
+        self.clients.add(client)
+        return client, first
+
+    def _resumable(self, last_id: str) -> int | None:
+        instance, _, seq_text = last_id.strip().partition("-")
+        if instance != self.instance or not seq_text.isdigit():
+            return None
+        seq = int(seq_text)
+        # Resuming needs every event after `seq` still in the ring.
+        if self.head - self.ring_size <= seq <= self.head:
+            return seq
+        return None
+
+    def _refresh(self, reason: str) -> bytes:
+        return _wire(self.event_id(self.head), "refresh", {"reason": reason})
+
+    def take(self, client: Client) -> bytes:
+        """The client's backlog as one write, its cursor moved to the newest event."""
+        behind = self.head - client.cursor
+        if behind <= 0:
+            return b""
+        if behind > self.ring_size * 3 // 4:
+            # Nearly a whole ring behind: one refresh is smaller, and the client's numbers
+            # are reread anyway.
+            client.cursor = self.head
+            return self._refresh("behind")
+        ring, size = self._ring, self.ring_size
+        parts = []
+        for seq in range(client.cursor + 1, self.head + 1):
+            event = ring[seq % size]
+            if event is not None and client.wants(event):
+                parts.append(event.wire)
+        client.cursor = self.head
+        return b"".join(parts)
+
+    async def pump(self, client: Client, send: Send) -> None:
+        """Write the client's events as they come, heartbeats in the silences."""
+        while not self.closing:
+            if client.cursor >= self.head:
+                try:
+                    async with asyncio.timeout(self.heartbeat):
+                        await self._changed.wait()
+                except TimeoutError:
+                    await self._write(client, send, b": heartbeat\n\nevent: ping\ndata: {}\n\n")
+                continue
+            chunk = self.take(client)
+            if chunk:
+                await self._write(client, send, chunk)
+
+    async def _write(self, client: Client, send: Send, chunk: bytes) -> None:
+        client.writing = True
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        client.writing = False
+
+    def unsubscribe(self, client: Client) -> None:
+        self.clients.discard(client)
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            self.sweep_once()
+
+    def sweep_once(self) -> int:
+        """Drop the clients stuck in a write while the ring lapped them; how many."""
+        stuck = [c for c in self.clients if c.writing and self.head - c.cursor > self.ring_size]
+        for client in stuck:
+            self._drop(client, "slow")
+        return len(stuck)
+
+    def _drop(self, client: Client, reason: str) -> None:
+        if client in self.clients and client.task is not None and not client.task.done():
+            log.warning("event stream: client dropped", extra=fields(reason=reason))
+            client.dropped = True
+            client.task.cancel()
+
+
+def _wire(event_id: str, kind: str, data: Any) -> bytes:
+    body = json.dumps(data, separators=(",", ":"))
+    return f"id: {event_id}\nevent: {kind}\ndata: {body}\n\n".encode()
+
+
+class EventStream(Response):
+    """The stream as a raw ASGI response: the pump runs beside a watch for the client's
+    disconnect, so that a client that goes away frees its resources at once, and a
+    dropped one is cut off even while its write is blocked."""
+
+    def __init__(self, hub: EventHub, client: Client, first: bytes) -> None:
+        super().__init__()
+        self.hub, self.client, self.first = hub, client, first
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hub, client = self.hub, self.client
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
+            await send({"type": "http.response.body", "body": self.first, "more_body": True})
+            client.task = asyncio.create_task(hub.pump(client, send))
+            watch = asyncio.create_task(_disconnected(receive))
+            await asyncio.wait({client.task, watch}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (client.task, watch):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if not client.dropped and not watch.cancelled():
+                return  # the client went away
+            if not client.dropped:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            # A dropped client's write is blocked: returning without ending the response
+            # makes the server close the connection.
+        finally:
+            hub.unsubscribe(client)
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def router(hub: EventHub) -> APIRouter:
+    api = APIRouter()
+
+    # Not in the OpenAPI document: a stream is not a request/response operation (and a
+    # fuzzer that waits for its end would wait forever). docs/dashboard.md describes it.
+    @api.get("/api/events", include_in_schema=False)
+    async def events(
+        agent: Annotated[list[str] | None, Query(max_length=100)] = None,
+        status: Annotated[list[TaskStatus] | None, Query()] = None,
+        last_event_id: Annotated[str | None, Header(max_length=100)] = None,
+    ) -> Response:
+        if not hub.enabled:
+            raise ApiError(
+                503,
+                "events_unavailable",
+                "the event stream needs LISTEN/NOTIFY, which is off here (CONVEYOR_LISTEN=0); "
+                "poll /api/metrics and /api/tasks instead",
+            )
+        client, first = hub.subscribe(
+            frozenset(agent) if agent else None,
+            frozenset(str(s) for s in status) if status else None,
+            last_event_id,
+        )
+        return EventStream(hub, client, first)
+
+    return api
