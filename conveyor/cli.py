@@ -10,7 +10,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -70,7 +70,7 @@ def _app(args: argparse.Namespace, spec: str) -> App:
 
 
 async def cmd_up(args: argparse.Namespace) -> int:
-    from conveyor.demo import app
+    from conveyor.demo import app, enqueue_demo_documents
     from conveyor.web import create_app
     from conveyor.web.serve import make_server
 
@@ -90,12 +90,17 @@ async def cmd_up(args: argparse.Namespace) -> int:
         async with db.connection() as conn:
             empty = not await queue.list_tasks(conn, limit=1)
         if empty:
-            ids = await app.enqueue_many_async(
-                [{"agent": "echo", "payload": {"n": i}} for i in range(5)]
-                + [{"agent": "sleep", "payload": {"seconds": 0.5}, "priority": 5}]
-                + [{"agent": "flaky", "payload": {"p": 0.5}} for _ in range(3)]
+            ids = await enqueue_demo_documents(
+                app, lambda line: print(f"conveyor: {line}", flush=True)
             )
-            print(f"conveyor: enqueued {len(ids)} demo tasks (ids {ids[0]}..{ids[-1]})", flush=True)
+            if ids:
+                print(
+                    f"conveyor: enqueued {len(ids)} demo documents (ids {ids[0]}..{ids[-1]}); "
+                    f"results: conveyor tasks, or GET /api/tasks/ID",
+                    flush=True,
+                )
+    extractor = app.settings.llm_model or "offline (set CONVEYOR_LLM_MODEL for a model)"
+    print(f"conveyor: document extractor: {extractor}", flush=True)
     print(f"conveyor: web app on http://{args.host}:{args.port} (API docs at /docs)", flush=True)
     print(
         f"conveyor: worker running agents {', '.join(sorted(app.agents))} "
@@ -234,35 +239,120 @@ async def cmd_submit(args: argparse.Namespace) -> int:
 
 
 async def _wait_for(app: App, task_ids: list[int]) -> dict[int, str]:
-    """Wait until every task is finished, printing each as it finishes: woken by the
-    database's NOTIFYs, with a poll every second in case they do not arrive."""
+    """Wait until every task is finished, each shown as it finishes: a progress bar on a
+    terminal, plain lines otherwise. Driven by the database's NOTIFYs (the same events as
+    /api/events); every task is read once LISTEN is up, and again after a reconnect (the
+    NOTIFYs sent meanwhile are lost), so that no completion is missed."""
     from conveyor.listener import Listener
 
+    wanted = set(task_ids)
+    changed: set[int] = set()
+    reread_all = asyncio.Event()
     woken = asyncio.Event()
-    listener = Listener(
-        (await app.database()).url, lambda event: woken.set(), on_reconnect=woken.set
-    )
-    listening = asyncio.create_task(listener.run())
+
+    def on_event(event: dict[str, Any]) -> None:
+        ids = event.get("ids")
+        if isinstance(ids, list):
+            mine = wanted.intersection(ids)
+            changed.update(mine)
+            if mine:
+                woken.set()
+        elif "count" in event:  # a statement too large to name its tasks
+            reread_all.set()
+            woken.set()
+
+    def on_reconnect() -> None:
+        reread_all.set()
+        woken.set()
+
+    settings = app.settings
+    listener = Listener((await app.database()).url, on_event, on_reconnect=on_reconnect)
+    listening = asyncio.create_task(listener.run()) if settings.listen else None
+    if listening is not None:
+        await listener.wait_listening(10.0)
+    # Without LISTEN (CONVEYOR_LISTEN=0) this polls; with it, the poll is only a safety net.
+    poll = settings.poll_interval if listening is None else 10.0
     finished: dict[int, str] = {}
-    try:
-        while len(finished) < len(task_ids):
-            for task_id in task_ids:
-                if task_id in finished:
-                    continue
-                task = await app.get_task_async(task_id)
-                if task.status in FINISHED:
-                    finished[task_id] = task.status
-                    detail = f": {(task.error or '').splitlines()[0]}" if task.error else ""
-                    print(f"task {task_id}: {task.status}{detail}", flush=True)
-            woken.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), 1.0)
-    finally:
-        listening.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await listening
-        await listener.close()
+    with _progress_view(len(task_ids)) as view:
+        try:
+            pending = list(task_ids)
+            while True:
+                for task_id in pending:
+                    task = await app.get_task_async(task_id)
+                    if task.status in FINISHED and task_id not in finished:
+                        finished[task_id] = task.status
+                        view.finished(task_id, task.status, task.error)
+                if len(finished) == len(task_ids):
+                    break
+                woken.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), poll)
+                if reread_all.is_set() or not woken.is_set():
+                    reread_all.clear()
+                    pending = [t for t in task_ids if t not in finished]
+                else:
+                    pending = [t for t in changed if t not in finished]
+                changed.clear()
+        finally:
+            if listening is not None:
+                listening.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listening
+            await listener.close()
     return finished
+
+
+class _Lines:
+    """Progress as plain lines (not a terminal: scripts and logs read these)."""
+
+    def finished(self, task_id: int, status: str, error: str | None) -> None:
+        detail = f": {error.splitlines()[0]}" if error else ""
+        print(f"task {task_id}: {status}{detail}", flush=True)
+
+
+class _Bar(_Lines):
+    """Progress as a bar (rich), each finished task printed above it."""
+
+    def __init__(self, total: int) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]tasks"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[tally]}"),
+            TimeElapsedColumn(),
+        )
+        self.counts: dict[str, int] = {}
+        self.bar = self.progress.add_task("tasks", total=total, tally="")
+
+    def finished(self, task_id: int, status: str, error: str | None) -> None:
+        from rich.markup import escape
+
+        colour = {"completed": "green", "failed": "red"}.get(status, "yellow")
+        detail = escape(f": {error.splitlines()[0]}") if error else ""
+        self.progress.console.print(f"task {task_id}: [{colour}]{status}[/]{detail}")
+        self.counts[status] = self.counts.get(status, 0) + 1
+        tally = " · ".join(f"{n} {s}" for s, n in sorted(self.counts.items()))
+        self.progress.update(self.bar, advance=1, tally=tally)
+
+
+@contextlib.contextmanager
+def _progress_view(total: int) -> Iterator[_Lines]:
+    if not sys.stdout.isatty():
+        yield _Lines()
+        return
+    view = _Bar(total)
+    with view.progress:
+        yield view
 
 
 async def cmd_tasks(args: argparse.Namespace) -> int:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import pty
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -298,3 +303,46 @@ async def test_with_a_token_the_stream_needs_it(settings: Settings, where: str) 
             await wait_for(lambda: hub.clients, what="the subscription")
             (task_id,) = await app.enqueue_many_async([{"agent": "invoice"}])
             assert (await events.next_of("task"))["data"]["id"] == task_id
+
+
+def test_submit_wait_draws_a_progress_bar_on_a_terminal(database_url: str, tmp_path: Path) -> None:
+    """`conveyor submit --wait` on a terminal (a pty): a rich bar fed by LISTEN."""
+    from tests.processes import ROOT, WorkerProcess
+    from tests.test_cli import _pdf
+
+    files = [str(_pdf(tmp_path / f"{n}.pdf", pages=n)) for n in (1, 2, 3)]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CONVEYOR_DATABASE_URL": database_url,
+        "CONVEYOR_HOME": str(tmp_path / "home"),
+        "COLUMNS": "100",
+        "TERM": "xterm",
+    }
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO agents (name) VALUES ('pages') ON CONFLICT DO NOTHING")
+    worker = WorkerProcess(database_url, concurrency=2, env={"CONVEYOR_HOME": env["CONVEYOR_HOME"]})
+    primary, secondary = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "conveyor.cli", "submit", *files, "--agent", "pages", "--wait"],
+            stdin=subprocess.DEVNULL,
+            stdout=secondary,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=ROOT,
+        )
+        os.close(secondary)
+        output = b""
+        with contextlib.suppress(OSError):  # EIO: the child closed the terminal
+            while chunk := os.read(primary, 65536):
+                output += chunk
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+    finally:
+        os.close(primary)
+        worker.close()
+        if proc.stderr:
+            proc.stderr.close()
+    text = output.decode(errors="replace")
+    assert "3/3" in text and "3 completed" in text
+    assert text.count(": \x1b") + text.count(": completed") >= 3  # a line per task, coloured
