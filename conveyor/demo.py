@@ -1,19 +1,33 @@
-"""Built-in demo agents, run by `conveyor up` until the document agents arrive.
+"""The App `conveyor up` runs: the document agents, and a few small agents to play with.
 
+invoice, contract, document   the document agents (conveyor.agents.documents): PDF in,
+                              validated structured data out; offline unless
+                              CONVEYOR_LLM_MODEL names a model
 echo    returns its payload
 sleep   sleeps payload["seconds"] (default 1), then returns how long it slept
 flaky   fails with probability payload["p"] (default 0.3), to show retries
+
+`enqueue_demo_documents` makes the demo batch of an empty database: generated invoices and
+contracts (their truth known), stored and submitted as `conveyor submit` would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from conveyor import App, Task
+from conveyor.agents.documents import declare_document_agents
 
 app = App()
+declare_document_agents(app)
+
+DEMO_INVOICES = 4
+DEMO_CONTRACTS = 2
 
 
 @app.agent("echo")
@@ -33,3 +47,32 @@ def flaky(task: Task) -> dict[str, int]:
     if random.random() < float((task.payload or {}).get("p", 0.3)):
         raise RuntimeError(f"flaky failure on attempt {task.attempt}")
     return {"attempt": task.attempt}
+
+
+async def enqueue_demo_documents(app: App, say: Callable[[str], None] = print) -> list[int]:
+    """Generate a few invoices and contracts, store them and enqueue a task for each (the
+    last invoice goes to `document`, which classifies it first). Returns the task ids; an
+    empty list, said why, if the sample generator (reportlab) is not installed."""
+    from conveyor.documents.submit import submit_files
+
+    try:
+        from conveyor.documents.samples import make_contract, make_invoice
+
+        samples = [make_invoice(seed) for seed in range(1, DEMO_INVOICES + 1)]
+        samples += [make_contract(seed, pages=3) for seed in range(1, DEMO_CONTRACTS + 1)]
+    except ImportError as exc:
+        say(f"no demo documents: the sample generator needs {exc.name} (pip install reportlab)")
+        return []
+    ids = []
+    with tempfile.TemporaryDirectory(prefix="conveyor-demo-") as folder:
+        for i, sample in enumerate(samples):
+            path = Path(folder) / sample.name
+            path.write_bytes(sample.pdf)
+            agent = "document" if i == DEMO_INVOICES - 1 else sample.kind
+            (submitted,) = await submit_files(app, [path], agent=agent)
+            ids.append(submitted.task_id)
+            say(
+                f"demo: {sample.name} stored as {submitted.document.sha256[:12]}..., "
+                f"task {submitted.task_id} for agent {agent}"
+            )
+    return ids

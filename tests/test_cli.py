@@ -156,18 +156,19 @@ async def test_up_runs_the_demo_on_an_embedded_database_and_stops_cleanly() -> N
         async def demo_finished() -> Any:
             try:
                 async with await psycopg.AsyncConnection.connect(url) as conn:
-                    # The demo's "flaky" agent may fail a task for good: finished is enough.
+                    # The demo documents, read by the offline extractor: all must complete.
                     cur = await conn.execute(
-                        "SELECT count(*) FILTER (WHERE status IN ('completed', 'failed')),"
-                        "       count(*) FILTER (WHERE status = 'completed'), count(*)"
+                        "SELECT count(*) FILTER (WHERE status = 'completed'), count(*),"
+                        "       array_agg(DISTINCT result->>'type')"
                         " FROM tasks"
                     )
-                    finished, completed, total = await cur.fetchone()  # type: ignore[misc]
-                    return total > 0 and finished == total and completed >= 6
+                    completed, total, types = await cur.fetchone()  # type: ignore[misc]
+                    return total == 6 and completed == total and types
             except psycopg.Error:
                 return False
 
-        await wait_for(demo_finished, timeout=60, what="the demo tasks")
+        types = await wait_for(demo_finished, timeout=60, what="the demo documents")
+        assert sorted(types) == ["contract", "invoice"]
         async with httpx.AsyncClient() as client:
             health = await client.get(f"http://127.0.0.1:{web_port}/healthz")
         assert health.json() == {"status": "ok", "database": "ok"}, "up serves the web app"
@@ -178,7 +179,8 @@ async def test_up_runs_the_demo_on_an_embedded_database_and_stops_cleanly() -> N
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, out
-    assert "embedded PostgreSQL" in out and "enqueued 9 demo tasks" in out
+    assert "embedded PostgreSQL" in out and "enqueued 6 demo documents" in out
+    assert "document extractor: offline" in out
     assert "worker stopped" in out
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(url, connect_timeout=2)  # the embedded server stopped with it

@@ -35,7 +35,6 @@ from conveyor.errors import PermanentFailure, Throttled
 from conveyor.log import fields
 
 if TYPE_CHECKING:
-    import httpx
     from openai import AsyncOpenAI
     from openai.types.chat import ChatCompletion
 
@@ -79,7 +78,7 @@ class LLMClient:
         timeout: float = DEFAULT_TIMEOUT,
         vision: bool = False,
         system: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: Any = None,  # an httpx client of your own (tests, proxies)
     ) -> None:
         from openai import AsyncOpenAI
 

@@ -1,0 +1,412 @@
+"""The LLM extractor: a document's pages in, a validated Extraction out.
+
+    extraction = await extract_llm(client, task, document, "invoice", pdf=path, name=name)
+
+How a document becomes requests. Its text pages are packed, in order, into chunks whose
+prompt (instructions, schema, page headers and text) fits `chunk_tokens` (estimated as the
+simulator and OpenAI's rule of thumb do: a token per four characters); a page larger than
+that alone is cut at line ends. Each chunk is one structured-output request for the
+document type's schema, at most `parallel` of them at a time. Scanned pages (no text
+layer) are rendered to PNG with PDFium and sent as images, a few per request, when the
+model is declared vision-capable (CONVEYOR_LLM_VISION=1); otherwise the result notes that
+OCR is needed for them.
+
+How the answers become one. Per type:
+- invoice: header fields (number, dates, parties, currency, totals) from the first chunk
+  that has each of them; line items concatenated in page order;
+- contract: the first non-null value of each field; parties de-duplicated by name;
+- generic: key-value pairs concatenated, exact repeats dropped.
+Chunks that disagree on a field keep the first value, with a note and a lower confidence.
+
+Confidence. Each field found scores 0.95, 0.6 when chunks disagreed on it, and at most
+0.5 when a failed cross-check names it; a key field not found scores 0. The document's
+confidence is `document_confidence()` over those (shared with the offline extractor): the
+model's answer is trusted as far as its own numbers agree with each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import math
+import re
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conveyor.documents.text import DocumentText, PageText
+from conveyor.documents.types import (
+    Extraction,
+    json_schema,
+    make_extraction,
+    model_for,
+)
+from conveyor.llm.client import LLMClient
+from conveyor.task import Task
+
+CHARS_PER_TOKEN = 4
+DEFAULT_CHUNK_TOKENS = 6000
+IMAGES_PER_REQUEST = 4
+IMAGE_SCALE = 1.5  # 108 dpi: small print stays legible, a page stays under ~200 KB
+PARALLEL_REQUESTS = 4
+TOKENS_PER_PAGE = 800  # a dense page of text, for estimates before the text is read
+ANSWER_TOKENS = {"invoice": 600, "contract": 300, "generic": 800}
+
+KEY_FIELDS = {
+    "invoice": ["number", "issue_date", "vendor.name", "currency", "total"],
+    "contract": ["parties", "effective_date", "term_months"],
+    "generic": ["items"],
+}
+
+SYSTEM_PROMPT = (
+    "You read business documents and extract their data as JSON of the given schema. "
+    "Use only what the document shows; null for anything it does not state, never a guess. "
+    "Dates as YYYY-MM-DD; amounts and quantities as plain decimals ('1234.56', no thousands "
+    "separator, no currency sign); currency as its ISO 4217 code. "
+    "A long document comes in parts: extract what this part shows."
+)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    pages: tuple[int, ...]  # 1-based page numbers
+    text: str = ""
+    images: tuple[str, ...] = ()  # data: URLs of PNGs
+
+    @property
+    def label(self) -> str:
+        first, last = self.pages[0], self.pages[-1]
+        return f"page {first}" if first == last else f"pages {first}-{last}"
+
+
+def text_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def overhead_tokens(doc_type: str) -> int:
+    """Prompt tokens of a request besides the pages: instructions, schema, framing."""
+    schema = json.dumps(json_schema(doc_type), separators=(",", ":"))
+    return text_tokens(SYSTEM_PROMPT) + text_tokens(schema) + 100
+
+
+def estimate_tokens(payload: Any, *, doc_type: str, chunk_tokens: int) -> int:
+    """Tokens a document task will spend, for admission: from its text length when the
+    payload has it (`chars`), else from its page count (`pages`, set at upload)."""
+    data = payload if isinstance(payload, dict) else {}
+    chars = data.get("chars")
+    pages = data.get("pages")
+    pages = pages if isinstance(pages, int) and pages > 0 else 1
+    if isinstance(chars, int) and chars >= 0:
+        text = math.ceil(chars / CHARS_PER_TOKEN)
+    else:
+        text = pages * TOKENS_PER_PAGE
+    overhead = overhead_tokens(doc_type if doc_type in ANSWER_TOKENS else "generic")
+    room = max(1, chunk_tokens - overhead)
+    chunks = max(1, math.ceil(text / room))
+    return text + chunks * (overhead + ANSWER_TOKENS.get(doc_type, 800))
+
+
+# ---------------------------------------------------------------------------- chunking
+
+
+def chunk_text_pages(pages: Sequence[PageText], room_tokens: int) -> list[Chunk]:
+    """Pages with text, packed in order into chunks of at most `room_tokens` of text."""
+    chunks: list[Chunk] = []
+    numbers: list[int] = []
+    parts: list[str] = []
+    used = 0
+    room_chars = max(1, room_tokens) * CHARS_PER_TOKEN
+
+    def flush() -> None:
+        nonlocal numbers, parts, used
+        if parts:
+            chunks.append(Chunk(pages=tuple(numbers), text="\n\n".join(parts)))
+        numbers, parts, used = [], [], 0
+
+    for page in pages:
+        if not page.has_text_layer:
+            continue
+        for piece in _pieces(page, room_chars):
+            size = len(piece) + 2
+            if used and used + size > room_chars:
+                flush()
+            if not numbers or numbers[-1] != page.number:
+                numbers.append(page.number)
+            parts.append(piece)
+            used += size
+    flush()
+    return chunks
+
+
+def _pieces(page: PageText, room_chars: int) -> list[str]:
+    """The page with its header, cut at line ends into pieces that fit (rarely needed)."""
+    header = f"--- page {page.number} ---\n"
+    if len(header) + len(page.text) + 2 <= room_chars:
+        return [header + page.text]
+    limit = max(1, room_chars - len(header) - 2)
+    pieces: list[str] = []
+    current = ""
+    for line in page.text.split("\n"):
+        while len(line) > limit:  # a line longer than a chunk: cut it anywhere
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(line[:limit])
+            line = line[limit:]
+        if current and len(current) + 1 + len(line) > limit:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n{line}" if current else line
+    if current:
+        pieces.append(current)
+    return [header + piece for piece in pieces]
+
+
+def render_pages(pdf: Path, numbers: Sequence[int], scale: float = IMAGE_SCALE) -> list[str]:
+    """PNG data URLs of the given 1-based pages (grayscale). Blocking: run in a thread."""
+    import pypdfium2 as pdfium  # type: ignore[import-untyped]
+
+    from conveyor.documents.pdf import PDFIUM_LOCK
+
+    urls = []
+    with PDFIUM_LOCK:
+        document = pdfium.PdfDocument(pdf)
+        try:
+            for number in numbers:
+                page = document[number - 1]
+                bitmap = page.render(scale=scale, grayscale=True)
+                try:
+                    png = _png_gray(
+                        bitmap.width, bitmap.height, bytes(bitmap.buffer), bitmap.stride
+                    )
+                finally:
+                    bitmap.close()
+                    page.close()
+                urls.append("data:image/png;base64," + base64.b64encode(png).decode())
+        finally:
+            document.close()
+    return urls
+
+
+def _png_gray(width: int, height: int, pixels: bytes, stride: int) -> bytes:
+    """An 8-bit grayscale PNG (no Pillow needed: a PNG is zlib'd rows in three chunks)."""
+    rows = b"".join(b"\x00" + pixels[y * stride : y * stride + width] for y in range(height))
+
+    def part(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + part(b"IHDR", header)
+        + part(b"IDAT", zlib.compress(rows, 6))
+        + part(b"IEND", b"")
+    )
+
+
+# ------------------------------------------------------------------------- extracting
+
+
+@dataclass
+class _Merged:
+    data: dict[str, Any] = field(default_factory=dict)
+    disagreements: dict[str, list[Any]] = field(default_factory=dict)
+
+
+async def extract_llm(
+    client: LLMClient,
+    task: Task | None,
+    document: DocumentText,
+    doc_type: str,
+    *,
+    pdf: Path | None = None,
+    name: str | None = None,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    parallel: int = PARALLEL_REQUESTS,
+) -> Extraction:
+    """Extract a `doc_type` ("invoice", "contract", "generic") from the document's pages."""
+    model = model_for(doc_type)
+    schema = json_schema(doc_type)
+    room = chunk_tokens - overhead_tokens(doc_type)
+    if room < 200:
+        raise ValueError(
+            f"a chunk of {chunk_tokens} tokens leaves no room for pages beside the "
+            f"{doc_type} schema and instructions; allow more (CONVEYOR_LLM_CHUNK_TOKENS)"
+        )
+    chunks = chunk_text_pages(document.pages, room)
+    notes: list[str] = []
+    scanned = document.scanned_pages
+    if scanned and client.vision and pdf is not None:
+        images = await asyncio.to_thread(render_pages, pdf, scanned)
+        for i in range(0, len(scanned), IMAGES_PER_REQUEST):
+            chunks.append(
+                Chunk(
+                    pages=tuple(scanned[i : i + IMAGES_PER_REQUEST]),
+                    images=tuple(images[i : i + IMAGES_PER_REQUEST]),
+                )
+            )
+        chunks.sort(key=lambda c: c.pages[0])
+        notes.append(f"{len(scanned)} scanned page(s) read from images by the model")
+    else:
+        notes.extend(document.notes)  # "OCR would be needed" for scans
+    if not chunks:
+        notes.append("no page has text to send to the model")
+    label = name or "document"
+    gate = asyncio.Semaphore(max(1, parallel))
+
+    async def ask(chunk: Chunk) -> dict[str, Any]:
+        async with gate:
+            answer = await client.extract(
+                task,
+                _messages(label, doc_type, document.page_count, chunk),
+                model,
+                name=doc_type,
+                json_schema=schema,
+            )
+        return answer.model_dump(mode="json")
+
+    parts = list(await asyncio.gather(*(ask(c) for c in chunks)))
+    merged = merge(doc_type, parts)
+    data = model.model_validate(merged.data) if parts else model()
+    for where, values in merged.disagreements.items():
+        shown = ", ".join(repr(v) for v in values[:3])
+        notes.append(f"parts of the document disagree on {where} ({shown}); kept the first")
+    if len(chunks) > 1:
+        notes.append(f"read in {len(chunks)} requests")
+    fields = field_confidences(doc_type, data.model_dump(mode="json"), merged.disagreements)
+    extraction = make_extraction(
+        doc_type,
+        data,
+        fields=fields,
+        notes=notes,
+        pages=document.page_count,
+        extractor=f"llm:{client.model}",
+        key_fields=KEY_FIELDS.get(doc_type),
+    )
+    if extraction.checks:
+        lowered = _implicated(fields, extraction.checks)
+        if lowered != fields:
+            extraction = make_extraction(
+                doc_type,
+                data,
+                fields=lowered,
+                notes=notes,
+                pages=document.page_count,
+                extractor=f"llm:{client.model}",
+                key_fields=KEY_FIELDS.get(doc_type),
+            )
+    return extraction
+
+
+def _messages(name: str, doc_type: str, pages: int, chunk: Chunk) -> list[dict[str, Any]]:
+    intro = f"Document {name!r}, a {doc_type} of {pages} page(s). This part: {chunk.label}."
+    if not chunk.images:
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"{intro}\n\n{chunk.text}"},
+        ]
+    content: list[dict[str, Any]] = [{"type": "text", "text": f"{intro} Scanned pages:"}]
+    content += [{"type": "image_url", "image_url": {"url": url}} for url in chunk.images]
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
+
+
+# ---------------------------------------------------------------------------- merging
+
+
+def merge(doc_type: str, parts: Sequence[dict[str, Any]]) -> _Merged:
+    """One answer from the answers of a document's chunks, in page order."""
+    merged = _Merged()
+    for part in parts:
+        _merge_into(merged, merged.data, part, "", doc_type)
+    return merged
+
+
+def _merge_into(
+    merged: _Merged, into: dict[str, Any], part: dict[str, Any], prefix: str, doc_type: str
+) -> None:
+    for key, value in part.items():
+        where = f"{prefix}{key}"
+        current = into.get(key)
+        if isinstance(value, dict):
+            into.setdefault(key, {})
+            _merge_into(merged, into[key], value, f"{where}.", doc_type)
+        elif isinstance(value, list):
+            into[key] = _merge_list(where, current or [], value)
+        elif current is None:
+            into[key] = value
+        elif value is not None and value != current:
+            seen = merged.disagreements.setdefault(where, [current])
+            if value not in seen:
+                seen.append(value)
+
+
+def _merge_list(where: str, current: list[Any], new: list[Any]) -> list[Any]:
+    if where == "parties":  # the same party named on several pages
+        names = {_name_key(p.get("name")) for p in current if isinstance(p, dict)}
+        out = list(current)
+        for party in new:
+            key = _name_key(party.get("name")) if isinstance(party, dict) else None
+            if key and key in names:
+                for known in out:
+                    if _name_key(known.get("name")) == key and not known.get("role"):
+                        known["role"] = party.get("role")
+                continue
+            names.add(key)
+            out.append(party)
+        return out
+    if where == "items":  # key-value pairs: a repeated pair is one pair
+        return current + [kv for kv in new if kv not in current]
+    return current + new  # line items: each chunk has its own lines
+
+
+def _name_key(name: Any) -> str | None:
+    if not isinstance(name, str):
+        return None
+    return re.sub(r"[^0-9a-z]+", " ", name.casefold()).strip() or None
+
+
+# ------------------------------------------------------------------------- confidence
+
+FOUND, DISPUTED, IMPLICATED = 0.95, 0.6, 0.5
+
+
+def field_confidences(
+    doc_type: str, data: dict[str, Any], disagreements: dict[str, list[Any]]
+) -> dict[str, float]:
+    """Per-field confidence, dotted names: found 0.95, disputed 0.6, key field missing 0.
+    Missing minor fields are left out: null is a fine answer for a due date not printed."""
+    fields: dict[str, float] = {}
+    for where, value in _leaves(data):
+        if value in (None, "", []):
+            continue
+        fields[where] = DISPUTED if where in disagreements else FOUND
+    for key in KEY_FIELDS.get(doc_type, []):
+        fields.setdefault(key, 0.0)
+    return fields
+
+
+def _leaves(data: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.extend(_leaves(value, f"{prefix}{key}."))
+        else:
+            out.append((f"{prefix}{key}", value))  # a list is one field
+    return out
+
+
+def _implicated(fields: dict[str, float], checks: list[str]) -> dict[str, float]:
+    """Fields a failed cross-check names ("subtotal", "line items", "due date") are
+    not to be trusted more than IMPLICATED."""
+    text = " ".join(checks).lower()
+    out = dict(fields)
+    for where, score in fields.items():
+        label = where.rsplit(".", 1)[-1].replace("_", " ")
+        if label in text or (label == "line items" and "line " in text):
+            out[where] = min(score, IMPLICATED)
+    return out

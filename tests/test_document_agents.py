@@ -1,0 +1,140 @@
+"""The document agents end to end: stored PDFs in, Extractions out, through real workers."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+from conveyor import App, TaskStatus
+from conveyor.agents.documents import declare_document_agents
+from conveyor.agents.llm import estimate_tokens
+from conveyor.documents.samples import make_contract, make_invoice, truncated
+from conveyor.documents.storage import DocumentStore
+from conveyor.documents.submit import submit_files
+from conveyor.settings import Settings
+from conveyor.worker import Worker
+from tests.conftest import wait_for
+from tests.processes import WorkerProcess
+from tests.test_worker import Running
+
+
+def _file(folder: Path, name: str, data: bytes) -> Path:
+    path = folder / name
+    path.write_bytes(data)
+    return path
+
+
+def _corrupt_in_store(settings: Settings, data: bytes) -> str:
+    """Bytes put straight into the store, as a disk fault would leave them: the upload's
+    checks (which refuse unreadable PDFs) never saw them."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    path = DocumentStore.for_settings(settings).path_of(sha256)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return sha256
+
+
+async def _finished(app: App, ids: list[int]) -> bool:
+    done = {TaskStatus.COMPLETED, TaskStatus.FAILED}
+    return all([(await app.get_task_async(i)).status in done for i in ids])
+
+
+async def test_the_document_agents_in_a_worker_process(
+    settings: Settings, database_url: str, tmp_path: Path
+) -> None:
+    """`conveyor worker --app conveyor.demo:app`, offline: invoices and contracts come out
+    as Extractions; a corrupt PDF and a missing file fail at once with a clear error while
+    the worker goes on with the next document."""
+    app = App(settings=settings)
+    declare_document_agents(app)
+    invoice, contract, classified = make_invoice(1), make_contract(2, pages=3), make_invoice(2)
+    files = tmp_path / "in"
+    files.mkdir()
+    try:
+        (inv,) = await submit_files(app, [_file(files, invoice.name, invoice.pdf)], agent="invoice")
+        (con,) = await submit_files(
+            app, [_file(files, contract.name, contract.pdf)], agent="contract"
+        )
+        (doc,) = await submit_files(
+            app, [_file(files, classified.name, classified.pdf)], agent="document"
+        )
+        broken = _corrupt_in_store(settings, truncated(make_invoice(3).pdf))
+        corrupt = await app.enqueue_async("invoice", {"sha256": broken, "name": "broken.pdf"})
+        missing = await app.enqueue_async("invoice", {"sha256": "ab" * 32, "name": "gone.pdf"})
+        after = await app.enqueue_async(
+            "invoice", {"sha256": inv.document.sha256, "name": "again.pdf"}
+        )
+        ids = [inv.task_id, con.task_id, doc.task_id, corrupt, missing, after]
+        worker = WorkerProcess(
+            database_url,
+            app="conveyor.demo:app",
+            concurrency=2,
+            env={"CONVEYOR_HOME": str(settings.home)},
+            log_path=tmp_path / "worker.log",
+        )
+        try:
+            await wait_for(lambda: _finished(app, ids), timeout=60, what="the documents")
+            assert worker.proc.poll() is None, "the worker lives on"
+        finally:
+            worker.close()
+
+        result = (await app.get_task_async(inv.task_id)).result
+        assert result["type"] == "invoice" and result["extractor"] == "offline"
+        assert result["pages"] == 1 and 0 <= result["confidence"] <= 1
+        assert result["data"]["number"] == invoice.truth.number  # type: ignore[attr-defined]
+        assert (await app.get_task_async(after)).status == TaskStatus.COMPLETED
+
+        result = (await app.get_task_async(con.task_id)).result
+        assert result["type"] == "contract" and result["pages"] == 3
+        truth_names = {p.name for p in contract.truth.parties}  # type: ignore[attr-defined]
+        assert {p["name"] for p in result["data"]["parties"]} == truth_names
+
+        result = (await app.get_task_async(doc.task_id)).result
+        assert result["type"] == "invoice"
+        assert result["notes"][0].startswith("classified as invoice")
+
+        for task_id, message in (
+            (corrupt, "'broken.pdf' cannot be opened"),
+            (missing, "is not in the document store"),
+        ):
+            task = await app.get_task_async(task_id)
+            assert task.status == TaskStatus.FAILED
+            assert task.attempts == 1, "a PDF that cannot be read is not retried"
+            assert task.error is not None and message in task.error
+    finally:
+        await app.aclose()
+
+
+async def test_a_payload_without_a_document_fails_clearly(settings: Settings) -> None:
+    app = App(settings=settings)
+    declare_document_agents(app, names={"invoice": "invoice"})
+    try:
+        bad = await app.enqueue_async("invoice", {"document": "x.pdf"})
+        not_hex = await app.enqueue_async("invoice", {"sha256": "../../etc/passwd"})
+        async with Running(Worker(app, concurrency=2)):
+            await wait_for(lambda: _finished(app, [bad, not_hex]), what="failures")
+        for task_id, message in ((bad, "needs a 'sha256'"), (not_hex, "is not a sha256")):
+            task = await app.get_task_async(task_id)
+            assert task.status == TaskStatus.FAILED and task.attempts == 1
+            assert task.error is not None and message in task.error
+    finally:
+        await app.aclose()
+
+
+def test_token_estimates_grow_with_the_document_and_are_zero_offline(
+    settings: Settings,
+) -> None:
+    one = estimate_tokens({"pages": 1}, doc_type="contract", chunk_tokens=6000)
+    many = estimate_tokens({"pages": 200}, doc_type="contract", chunk_tokens=6000)
+    assert 0 < one < many
+    assert many >= 200 * 800  # at least the pages' text
+    by_text = estimate_tokens({"pages": 200, "chars": 4000}, doc_type="invoice", chunk_tokens=6000)
+    assert by_text < one + 2000  # a short text is a small task, whatever its page count
+
+    app = App(settings=settings)
+    declare_document_agents(app)
+    assert app.agents["invoice"].estimate_tokens is not None
+    assert app.agents["invoice"].estimate_tokens({"pages": 3}) == 0  # offline: no tokens
+    app.settings = dataclasses.replace(settings, llm_model="gpt-4o-mini")
+    assert app.agents["contract"].estimate_tokens({"pages": 3}) > 0  # type: ignore[misc]
