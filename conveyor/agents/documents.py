@@ -23,7 +23,6 @@ CPU-bound and must not stall the worker's event loop.
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,25 +44,15 @@ LEASE_SECONDS = 120.0  # renewed while it runs; the lease only bounds how long a
 
 
 class DocumentAgents:
-    """The state the agents share: the App (for its settings) and one LLM client per
-    event loop (an HTTP client's connections belong to the loop that opened them)."""
+    """What the agents share: the App, whose settings they read when an attempt runs."""
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LLMClient] = (
-            weakref.WeakKeyDictionary()
-        )
 
     def client(self) -> LLMClient | None:
-        if not self.app.settings.llm_model:
-            return None
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None or client.model != self.app.settings.llm_model:
-            client = LLMClient.from_settings(self.app.settings)
-            assert client is not None
-            self._clients[loop] = client
-        return client
+        """A client for one attempt (closed after it): its HTTP connections then never
+        outlive the attempt or cross event loops. None when no model is configured."""
+        return LLMClient.from_settings(self.app.settings)
 
     def document_path(self, payload: Any) -> tuple[Path, str | None]:
         """Where the payload's document is stored, and its name."""
@@ -104,15 +93,18 @@ class DocumentAgents:
         if client is None:
             extraction = await asyncio.to_thread(extract_offline, text, kind)
         else:
-            extraction = await extract_llm(
-                client,
-                task,
-                text,
-                kind,
-                pdf=path,
-                name=name or f"document {path.name[:12]}",
-                chunk_tokens=self.app.settings.llm_chunk_tokens,
-            )
+            try:
+                extraction = await extract_llm(
+                    client,
+                    task,
+                    text,
+                    kind,
+                    pdf=path,
+                    name=name or f"document {path.name[:12]}",
+                    chunk_tokens=self.app.settings.llm_chunk_tokens,
+                )
+            finally:
+                await client.aclose()
         if doc_type is None:
             extraction.notes.insert(0, f"classified as {kind} by the words of its first pages")
         return extraction.model_dump(mode="json")

@@ -1,0 +1,230 @@
+"""The LLM extractor against the simulator's answer mode: chunks, merging, usage and cost."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conveyor import App, Task, TaskStatus
+from conveyor.agents.documents import declare_document_agents
+from conveyor.agents.llm import extract_llm, merge, overhead_tokens
+from conveyor.documents.samples import make_contract, make_invoice, scanned
+from conveyor.documents.submit import submit_files
+from conveyor.documents.text import extract_text
+from conveyor.llm.answers import TruthResponder, skeleton
+from conveyor.llm.client import LLMClient
+from conveyor.llm.protocol import ChatCompletionRequest, ImagePart
+from conveyor.llm.simulator import Simulator
+from conveyor.settings import Settings
+from conveyor.worker import Worker
+from tests.conftest import wait_for
+from tests.test_worker import Running
+
+PRICES = {"sim-priced": {"input_per_mtok": 0.25, "output_per_mtok": 2.0}}
+
+
+def _truth(*samples: Any) -> dict[str, Any]:
+    return {
+        s.name.removesuffix(".pdf"): {"type": s.kind, "data": s.truth.model_dump(mode="json")}
+        for s in samples
+    }
+
+
+def a_task() -> Task:
+    return Task(
+        id=1,
+        agent="a",
+        payload={},
+        attempt=1,
+        max_attempts=1,
+        priority=0,
+        created_at=datetime.now(UTC),
+    )
+
+
+async def test_a_200_page_contract_goes_in_chunks_within_budget_with_usage_and_cost_summed(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Through a real worker: the document agent calls the model once per chunk, every
+    prompt within CONVEYOR_LLM_CHUNK_TOKENS; the attempt's tokens and cost are the sums."""
+    contract = make_contract(5, pages=200)
+    simulator = Simulator(responder=TruthResponder(_truth(contract)), base_latency=0)
+    simulator.per_token_latency = 0
+    async with simulator.serving() as url:
+        app = App(
+            settings=dataclasses.replace(
+                settings,
+                llm_model="sim-priced",
+                llm_base_url=f"{url}/v1",
+                llm_chunk_tokens=8000,
+                llm_prices=json.dumps(PRICES),
+            )
+        )
+        declare_document_agents(app, names={"contract": "contract"})
+        path = tmp_path / contract.name
+        path.write_bytes(contract.pdf)
+        try:
+            (submitted,) = await submit_files(app, [path], agent="contract")
+            async with Running(Worker(app, concurrency=1)):
+                await wait_for(
+                    lambda: _status(app, submitted.task_id),
+                    timeout=60,
+                    what="the contract",
+                )
+            task = await app.get_task_async(submitted.task_id)
+        finally:
+            await app.aclose()
+    assert task.status == TaskStatus.COMPLETED, task.error
+    log = simulator.log()
+    assert len(log) > 20, "200 pages do not fit one request"
+    assert all(e.prompt_tokens <= 8000 for e in log)
+    # Few requests wasted: the chunks are full, not one page each.
+    text_tokens = len(extract_text(contract.pdf).text) / 4
+    assert len(log) <= 1.2 * text_tokens / (8000 - overhead_tokens("contract")) + 1
+
+    result = task.result
+    assert result["data"] == contract.truth.model_dump(mode="json")
+    assert result["extractor"] == "llm:sim-priced" and result["pages"] == 200
+    assert result["confidence"] >= 0.9 and result["checks"] == []
+    (attempt,) = task.attempt_history
+    assert attempt.model == "sim-priced"
+    assert attempt.input_tokens == sum(e.prompt_tokens for e in log)
+    assert attempt.output_tokens == sum(e.completion_tokens for e in log)
+    expected = (attempt.input_tokens * 0.25 + attempt.output_tokens * 2.0) / 1e6
+    assert attempt.llm_cost_usd == pytest.approx(expected, abs=1e-6)
+
+
+async def _status(app: App, task_id: int) -> bool:
+    return (await app.get_task_async(task_id)).status in {TaskStatus.COMPLETED, TaskStatus.FAILED}
+
+
+async def test_errors_in_answers_lower_confidence_through_cross_checks() -> None:
+    invoice = make_invoice(7)
+    wrong = invoice.truth.model_dump(mode="json")
+    wrong["total"] = str(float(wrong["total"]) + 100)  # the model misread the total
+    simulator = Simulator(
+        responder=TruthResponder({invoice.name.removesuffix(".pdf"): wrong}), base_latency=0
+    )
+    async with simulator.serving() as url:
+        client = LLMClient(model="sim", base_url=f"{url}/v1")
+        try:
+            result = await extract_llm(
+                client, a_task(), extract_text(invoice.pdf), "invoice", name=invoice.name
+            )
+        finally:
+            await client.aclose()
+    assert result.checks and "total" in result.checks[0]
+    assert result.confidence <= 0.85
+    assert result.fields["total"] <= 0.5  # the field the failed check names
+    assert result.fields["number"] == 0.95
+
+
+def test_invoice_parts_merge_header_first_and_lines_concatenated() -> None:
+    first = {"number": "A-1", "total": None, "vendor": {"name": "V"}, "line_items": [{"n": 1}]}
+    second = {"number": "A-1", "total": "10.00", "vendor": {"name": None}, "line_items": [{"n": 2}]}
+    third = {"number": "B-9", "total": "10.00", "vendor": {"name": "V"}, "line_items": []}
+    merged = merge("invoice", [first, second, third])
+    assert merged.data == {
+        "number": "A-1",
+        "total": "10.00",
+        "vendor": {"name": "V"},
+        "line_items": [{"n": 1}, {"n": 2}],
+    }
+    assert merged.disagreements == {"number": ["A-1", "B-9"]}
+
+
+def test_contract_parts_merge_first_value_and_parties_once() -> None:
+    parts = [
+        {"parties": [{"name": "Acme Ltd.", "role": None}], "term_months": None},
+        {"parties": [{"name": "ACME LTD", "role": "Seller"}, {"name": "Beta", "role": "Buyer"}]},
+        {"term_months": 24, "parties": [{"name": "Beta", "role": "Buyer"}]},
+    ]
+    merged = merge("contract", parts)
+    assert merged.data["parties"] == [
+        {"name": "Acme Ltd.", "role": "Seller"},
+        {"name": "Beta", "role": "Buyer"},
+    ]
+    assert merged.data["term_months"] == 24 and not merged.disagreements
+
+
+async def test_scanned_pages_go_as_images_to_a_vision_model_and_are_noted_otherwise(
+    tmp_path: Path,
+) -> None:
+    invoice = make_invoice(4)
+    pdf = tmp_path / "scan.pdf"
+    pdf.write_bytes(scanned(invoice.pdf))
+    document = extract_text(pdf)
+    assert document.scanned_pages == [1]
+    requests: list[ChatCompletionRequest] = []
+
+    def recording(request: ChatCompletionRequest) -> str:
+        requests.append(request)
+        schema = request.response_format.json_schema if request.response_format else None
+        return json.dumps(skeleton(schema["schema"]) if schema else {})
+
+    simulator = Simulator(responder=recording, base_latency=0)
+    async with simulator.serving() as url:
+        for vision in (False, True):
+            client = LLMClient(model="sim", base_url=f"{url}/v1", vision=vision)
+            try:
+                result = await extract_llm(client, a_task(), document, "invoice", pdf=pdf)
+            finally:
+                await client.aclose()
+            if not vision:
+                assert requests == [], "no text and no vision: nothing to send"
+                assert any("OCR" in note for note in result.notes)
+    (request,) = requests
+    content = request.messages[-1].content
+    assert isinstance(content, list)
+    images = [p for p in content if isinstance(p, ImagePart)]
+    assert len(images) == 1 and images[0].image_url.url.startswith("data:image/png;base64,")
+    assert "read from images" in " ".join(result.notes)
+
+
+def test_answer_mode_injects_errors_reproducibly() -> None:
+    invoice = make_invoice(9)
+    truth = _truth(invoice)
+    request = ChatCompletionRequest(
+        model="m",
+        messages=[{"role": "user", "content": f"Document {invoice.name!r} ..."}],  # type: ignore[list-item]
+    )
+    exact = json.loads(TruthResponder(truth)(request))
+    assert exact["number"] == invoice.truth.number  # type: ignore[attr-defined]
+    spoiled = [json.loads(TruthResponder(truth, error_rate=0.5, seed=s)(request)) for s in range(6)]
+    assert any(s != exact for s in spoiled)
+    again = json.loads(TruthResponder(truth, error_rate=0.5, seed=3)(request))
+    assert again == spoiled[3], "the same seed and request give the same answer"
+    unknown = ChatCompletionRequest(
+        model="m",
+        messages=[{"role": "user", "content": "someone else's document"}],  # type: ignore[list-item]
+        response_format={  # type: ignore[arg-type]
+            "type": "json_schema",
+            "json_schema": {
+                "name": "p",
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "a": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                        "b": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            },
+        },
+    )
+    assert json.loads(TruthResponder(truth)(unknown)) == {"a": None, "b": []}
+
+
+def test_the_simulator_cli_refuses_a_missing_truth_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conveyor.llm.simulator import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--truth", str(tmp_path / "nope"), "--port", "0"])
+    assert exit_.value.code == 2
+    assert "no truth folder" in capsys.readouterr().err
