@@ -1,9 +1,11 @@
 """Generated invoices: fictional vendors from ten countries, each with the habits of its
 place (date order, number format, tax name), drawn in varied layouts, and their truth.
 
-About one invoice in six is a hard case on purpose: an unusual label for the number, a
-date that reads both ways, a "Balance due" after the total, an order date before the
-invoice date, no tax line. An extractor that is right on all of them is suspicious.
+About one invoice in four is a hard case on purpose: an unusual label for the number or
+the total, the number only in the title, a date that reads both ways, a "Balance due"
+after the total, an order date before the invoice date, no tax line, the customer's block
+beside the vendor's (so their lines merge), the quantity column first. Some of these
+defeat simple rules; an extractor that is right on all of them is suspicious.
 """
 
 from __future__ import annotations
@@ -210,6 +212,18 @@ CATALOGUE: tuple[tuple[str, tuple[int, int], bool], ...] = (
 
 NUMBER_LABELS = ("Invoice No.", "Invoice #", "Invoice Number", "Bill number", "Invoice no:")
 HARD_NUMBER_LABELS = ("Reference", "Document No.", "Our ref.")
+HARD_TOTAL_LABELS = ("Please pay", "To pay", "Amount payable")
+HARD_CASES = (
+    "odd-label",
+    "odd-total",
+    "title-number",
+    "ambiguous-date",
+    "balance-due",
+    "order-date",
+    "no-tax",
+    "side-by-side",
+    "qty-first",
+)
 ISSUE_LABELS = ("Date", "Invoice Date", "Issue date", "Date of issue", "Invoice date")
 DUE_LABELS = ("Due Date", "Payment due", "Due", "Pay by", "Due date")
 BILL_TO = ("Bill to:", "Billed to", "Customer:", "Invoice to:", "Sold to")
@@ -264,10 +278,8 @@ def invoice_spec(seed: int) -> InvoiceSpec:
     money = r.choice(place.money)
     date_style = r.choice(place.dates)
     hard: list[str] = []
-    if r.random() < 0.18:
-        hard.append(
-            r.choice(["odd-label", "ambiguous-date", "balance-due", "order-date", "no-tax"])
-        )
+    if r.random() < 0.25:
+        hard.append(r.choice(HARD_CASES))
     if "ambiguous-date" in hard:
         # A US vendor writing day first: both readings are dates when the day is <= 12.
         date_style = "dmy" if place.dates[0] == "us" else "us"
@@ -277,7 +289,7 @@ def invoice_spec(seed: int) -> InvoiceSpec:
     if "ambiguous-date" in hard:
         issue = issue.replace(day=r.randint(1, 12))
     due: datetime.date | None = issue + datetime.timedelta(days=r.choice((14, 15, 30, 30, 45)))
-    if r.random() < 0.1:
+    if r.random() < 0.1 or ("ambiguous-date" in hard and r.random() < 0.5):
         due = None  # "Payable upon receipt"
 
     count = r.choice((1, 2, 3, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25))
@@ -310,6 +322,9 @@ def invoice_spec(seed: int) -> InvoiceSpec:
     number_label = r.choice(NUMBER_LABELS)
     if "odd-label" in hard:
         number_label = r.choice(HARD_NUMBER_LABELS)
+    total_label = r.choice(TOTAL_LABELS)
+    if "odd-total" in hard:
+        total_label = r.choice(HARD_TOTAL_LABELS)
     labels = {
         "number": number_label,
         "issue": r.choice(ISSUE_LABELS),
@@ -317,7 +332,7 @@ def invoice_spec(seed: int) -> InvoiceSpec:
         "bill_to": r.choice(BILL_TO),
         "title": r.choice(TITLES),
         "subtotal": r.choice(SUBTOTAL_LABELS),
-        "total": r.choice(TOTAL_LABELS),
+        "total": total_label,
     }
     colon = r.random() < 0.6
     if colon:
@@ -437,16 +452,33 @@ def draw_invoice(spec: InvoiceSpec) -> bytes:
         return format_date(value, spec.date_style)
 
     # Vendor block, title.
-    vx = right if spec.vendor_right else left
-    sheet.line(vx, spec.vendor.name, size=15, bold=True, right=spec.vendor_right)
-    for text in spec.vendor.lines:
-        sheet.line(vx, text, right=spec.vendor_right, advance=12.5)
-    sheet.line(vx, f"{spec.vendor.tax_label}: {spec.vendor.tax_id}", right=spec.vendor_right)
+    vendor_lines = [spec.vendor.name, *spec.vendor.lines]
+    vendor_lines.append(f"{spec.vendor.tax_label}: {spec.vendor.tax_id}")
+    if "side-by-side" in spec.hard:
+        # The customer's block beside the vendor's, drawn row by row as a two-column
+        # table would: on each baseline the two blocks' lines become one line of text.
+        customer_lines = [labels["bill_to"], spec.customer.name, *spec.customer.lines]
+        for n in range(max(len(vendor_lines), len(customer_lines))):
+            cells = []
+            if n < len(vendor_lines):
+                cells.append((left, vendor_lines[n], False))
+            if n < len(customer_lines):
+                cells.append((width / 2 + 20, customer_lines[n], False))
+            sheet.cells(cells, bold=n == 0)
+    else:
+        vx = right if spec.vendor_right else left
+        sheet.line(vx, vendor_lines[0], size=15, bold=True, right=spec.vendor_right)
+        for text in vendor_lines[1:-1]:
+            sheet.line(vx, text, right=spec.vendor_right, advance=12.5)
+        sheet.line(vx, vendor_lines[-1], right=spec.vendor_right)
     title_y = sheet.y
     sheet.y = height - 60
+    title = labels["title"]
+    if "title-number" in spec.hard:
+        title = f"{title} {inv.number}"
     sheet.line(
         left if spec.vendor_right else right,
-        labels["title"],
+        title,
         size=20,
         bold=True,
         right=not spec.vendor_right,
@@ -460,11 +492,13 @@ def draw_invoice(spec: InvoiceSpec) -> bytes:
             sheet.line(left, text, advance=12.5)
         sheet.gap(18)
 
-    if spec.customer_first:
+    if spec.customer_first and "side-by-side" not in spec.hard:
         bill_to()
 
     # The invoice's number and dates.
-    meta: list[tuple[str, str]] = [(labels["number"], inv.number or "")]
+    meta: list[tuple[str, str]] = []
+    if "title-number" not in spec.hard:
+        meta.append((labels["number"], inv.number or ""))
     if "order-date" in spec.hard:
         meta.append(("Order date:", date(spec.extras["order_date"])))
     meta.append((labels["issue"], date(inv.issue_date) if inv.issue_date else ""))
@@ -484,7 +518,7 @@ def draw_invoice(spec: InvoiceSpec) -> bytes:
         sheet.line(left, "Payable upon receipt")
     sheet.gap(12)
 
-    if not spec.customer_first:
+    if not spec.customer_first and "side-by-side" not in spec.hard:
         bill_to()
 
     # The lines.
@@ -501,7 +535,7 @@ def draw_invoice(spec: InvoiceSpec) -> bytes:
         ]
         if spec.numbered_rows:
             cells.insert(0, (left, "#", False))
-        sheet.cells(cells, bold=True)
+        sheet.cells(_qty_first(cells, spec), bold=True)
 
     table_head()
     for n, item in enumerate(inv.line_items, 1):
@@ -518,7 +552,7 @@ def draw_invoice(spec: InvoiceSpec) -> bytes:
         ]
         if spec.numbered_rows:
             cells.insert(0, (left, str(n), False))
-        sheet.cells(cells)
+        sheet.cells(_qty_first(cells, spec))
     sheet.gap(10)
 
     # The sums.
@@ -546,3 +580,13 @@ def draw_invoice(spec: InvoiceSpec) -> bytes:
     canvas.showPage()
     canvas.save()
     return buffer.getvalue()
+
+
+def _qty_first(
+    cells: list[tuple[float, str, bool]], spec: InvoiceSpec
+) -> list[tuple[float, str, bool]]:
+    """The quantity column moved before the description, for the "qty-first" hard case."""
+    if "qty-first" not in spec.hard:
+        return cells
+    *lead, (dx, description, _), (_, quantity, _), price, amount = cells
+    return [*lead, (dx + 25, quantity, True), (dx + 40, description, False), price, amount]

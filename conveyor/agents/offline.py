@@ -1,0 +1,92 @@
+"""The offline extractor: rules and layout heuristics over a PDF's text, no model.
+
+    classify(text)                  -> "invoice", "contract" or "generic"
+    extract_offline(text, doc_type) -> Extraction, with per-field confidences
+
+A field's confidence says how the rules found it: behind a label they know (high), behind
+a weaker label or by position (lower), read one of two ways (a guess), or not at all (0).
+Cross-checks then lower the document's confidence (types.document_confidence), so a
+document scores >= 0.9 only when every key field was found the sure way and the
+arithmetic agrees. The rules for invoices live in invoice_rules.py, for contracts in
+contract_rules.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+
+from conveyor.agents.contract_rules import read_contract
+from conveyor.agents.invoice_rules import read_invoice
+from conveyor.documents.text import DocumentText
+from conveyor.documents.types import (
+    Extraction,
+    KeyValue,
+    KeyValues,
+    make_extraction,
+    model_for,
+)
+
+EXTRACTOR = "offline"
+
+_INVOICE_WORDS = re.compile(
+    r"\b(invoice|bill|bill to|billed to|subtotal|sub-total|net amount|total|amount due|"
+    r"total due|qty|quantity|unit price|vat|tax|iban|due date|payment due|payment terms)\b",
+    re.IGNORECASE,
+)
+_CONTRACT_WORDS = re.compile(
+    r"\b(agreement|parties|party|hereby|governing law|effective date|term|termination|"
+    r"confidential\w*|shall|witness whereof)\b",
+    re.IGNORECASE,
+)
+
+
+def classify(text: DocumentText) -> str:
+    """A guess at the document type from the words it uses (first pages only: the kind of
+    a document shows early, and a 200-page contract needs no full scan)."""
+    head = "\n".join(page.text for page in text.pages[:3])
+    invoice = len(_INVOICE_WORDS.findall(head))
+    contract = len(_CONTRACT_WORDS.findall(head))
+    words = max(1, len(head.split()))
+    if invoice >= 4 and invoice * 3 >= contract:
+        return "invoice"
+    if contract >= 5 and contract / words > 0.01:
+        return "contract"
+    return "generic"
+
+
+def extract_offline(text: DocumentText, doc_type: str) -> Extraction:
+    """The document's data as `doc_type`, read by rules; never raises on odd text (what is
+    not found is null, with confidence 0)."""
+    model_for(doc_type)  # an unknown type is a ValueError naming the known ones
+    notes = list(text.notes)
+    data: BaseModel
+    if doc_type == "invoice":
+        data, fields = read_invoice(text.text)
+    elif doc_type == "contract":
+        data, fields = read_contract(text.text)
+    else:
+        data, fields = read_key_values(text.text)
+    if not text.text.strip():
+        notes.append("no text to read: every field is empty")
+        fields = dict.fromkeys(fields, 0.0)  # absent for want of text, not found absent
+    return make_extraction(
+        doc_type, data, fields=fields, notes=notes, pages=text.page_count, extractor=EXTRACTOR
+    )
+
+
+_KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][\w .#/&()-]{0,40}?)\s*:\s+(?P<value>\S.{0,200})$")
+
+
+def read_key_values(text: str) -> tuple[KeyValues, dict[str, float]]:
+    """'Label: value' lines, as they come. Worth little on its own, honest about it."""
+    items: list[KeyValue] = []
+    seen: set[str] = set()
+    for line in text.splitlines():
+        match = _KEY_VALUE.match(line.strip())
+        if match and match.group("key").lower() not in seen:
+            seen.add(match.group("key").lower())
+            items.append(KeyValue(key=match.group("key"), value=match.group("value").strip()))
+    # A key-value pair read off a "Label: value" line is plausible, never certain.
+    return KeyValues(items=items), {"items": 0.7 if items else 0.0}

@@ -1,0 +1,205 @@
+"""Amounts, dates and currencies as documents print them, read back into values, with how
+sure the reading is. Used by the offline extractor's rules.
+
+Amounts: the document's own number style is decided once, by vote over all its amounts
+("1.234,56" and "12,50" vote for a decimal comma), then every amount is read with it.
+Dates: numeric dates with slashes are ambiguous (03/04/2026); the order is decided from
+the document's other dates, and failing that from the currency's country, which is a guess
+and scored as one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+# An amount as printed: groups of three with , . ' or a space, and 0-2 decimals.
+AMOUNT = re.compile(
+    r"(?<![\w.,'])-?"
+    r"(?:\d{1,3}(?:(?P<sep>[,.' ])\d{3})(?:(?P=sep)\d{3})*|\d+)"
+    r"(?:[.,]\d{1,2})?(?![\w'])"
+)
+_DECIMAL_TAIL = re.compile(r"[.,](\d{1,2})$")
+
+
+@dataclass(frozen=True)
+class NumberStyle:
+    decimal: str  # "." or ","
+    thousands: str  # ",", ".", "'", " " or ""
+
+    def parse(self, token: str) -> Decimal | None:
+        text = token.strip()
+        negative = text.startswith("-")
+        text = text.lstrip("-")
+        if self.thousands:
+            text = text.replace(self.thousands, "")
+        if self.decimal == ",":
+            text = text.replace(",", ".")
+        elif "," in text:
+            return None  # a comma where this style has none: not an amount of this document
+        if text.count(".") > 1:
+            return None
+        try:
+            value = Decimal(text)
+        except InvalidOperation:
+            return None
+        return -value if negative else value
+
+
+def number_styles(text: str) -> list[NumberStyle]:
+    """The document's likely number styles, best first. The decimal separator is voted by
+    which separator ends amounts with 1-2 digits; the thousands separator is the one seen
+    most in groups of three, and the runner-up is offered as the alternative (a row
+    "3 703,68" is either 3 and 703.68 or 3,703.68: only the arithmetic can tell)."""
+    for _, pattern in DATE_PATTERNS:  # 10.07.2026 is a date, not an amount
+        text = pattern.sub(" ", text)
+    votes: Counter[str] = Counter()
+    thousands: Counter[str] = Counter()
+    for match in AMOUNT.finditer(text):
+        token = match.group(0)
+        tail = _DECIMAL_TAIL.search(token)
+        if tail:
+            votes[token[tail.start()]] += 1
+        if match.group("sep"):
+            thousands[match.group("sep")] += 1
+    decimal = "," if votes[","] > votes["."] else "."
+    candidates = ("'", ",") if decimal == "." else (".", " ")
+    ranked = sorted(candidates, key=lambda sep: -thousands[sep])
+    # The usual separator first when nothing was seen.
+    if not any(thousands[sep] for sep in candidates):
+        ranked = [",", "'"] if decimal == "." else [".", " "]
+    return [NumberStyle(decimal, sep) for sep in ranked]
+
+
+def amounts_in(line: str, style: NumberStyle) -> list[tuple[Decimal, int, int]]:
+    """Every amount of `line` read in `style`, with where it is: (value, start, end)."""
+    found = []
+    for match in _amount_pattern(style).finditer(line):
+        value = style.parse(match.group(0))
+        if value is not None:
+            found.append((value, match.start(), match.end()))
+    return found
+
+
+_PATTERNS: dict[NumberStyle, re.Pattern[str]] = {}
+
+
+def _amount_pattern(style: NumberStyle) -> re.Pattern[str]:
+    pattern = _PATTERNS.get(style)
+    if pattern is None:
+        t, d = re.escape(style.thousands), re.escape(style.decimal)
+        pattern = re.compile(
+            rf"(?<![\w.,'/-])-?(?:\d{{1,3}}(?:{t}\d{{3}})+|\d+)(?:{d}\d{{1,2}})?(?![\w/]|[.,]\d)"
+        )
+        _PATTERNS[style] = pattern
+    return pattern
+
+
+# ---------------------------------------------------------------------------- currencies
+
+CODES = (
+    "USD EUR GBP CAD AUD CHF JPY NZD SEK NOK DKK PLN CZK HUF CNY INR SGD HKD MXN BRL ZAR"
+).split()
+SIGNS = {"CA$": "CAD", "A$": "AUD", "NZ$": "NZD", "€": "EUR", "£": "GBP", "¥": "JPY", "$": "USD"}
+_CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
+
+
+def currencies_in(text: str) -> Counter[str]:
+    """Currency codes and signs in `text`, as codes, with how often each appears."""
+    found: Counter[str] = Counter(_CODE.findall(text))
+    rest = text
+    for sign, code in SIGNS.items():  # longest signs first: "CA$" is not "$"
+        n = rest.count(sign)
+        if n:
+            found[code] += n
+            rest = rest.replace(sign, " ")
+    return found
+
+
+# --------------------------------------------------------------------------------- dates
+
+MONTHS = {
+    name: i
+    for i, full in enumerate(
+        "january february march april may june july august september october november "
+        "december".split(),
+        1,
+    )
+    for name in (full, full[:3], full[:4])
+}
+_MONTH = r"(?P<mon>[A-Za-z]{3,9})\.?"
+DATE_PATTERNS = (
+    ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")),
+    ("dot", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b")),
+    ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b")),
+    ("mdy", re.compile(rf"\b{_MONTH}\s+(?P<d>\d{{1,2}}),?\s+(?P<y>\d{{4}})\b")),
+    ("dmy", re.compile(rf"\b(?P<d>\d{{1,2}})[\s-]+{_MONTH}[\s-]+(?P<y>\d{{4}})\b")),
+)
+
+
+@dataclass(frozen=True)
+class DateToken:
+    """A date as printed. `both` holds the two readings of an ambiguous slash date
+    (month first, day first); `date` is the reading when there is only one."""
+
+    text: str
+    date: datetime.date | None
+    both: tuple[datetime.date | None, datetime.date | None] | None = None
+
+
+def _make(y: int, m: int, d: int) -> datetime.date | None:
+    try:
+        return datetime.date(y, m, d)
+    except ValueError:
+        return None
+
+
+def dates_in(line: str) -> list[DateToken]:
+    """The dates printed in `line`, in order."""
+    found: list[tuple[int, DateToken]] = []
+    taken: list[range] = []
+    for kind, pattern in DATE_PATTERNS:
+        for match in pattern.finditer(line):
+            if any(match.start() in span for span in taken):
+                continue
+            g = match.groupdict()
+            token: DateToken | None = None
+            if kind in ("iso", "dot"):
+                token = DateToken(match.group(0), _make(int(g["y"]), int(g["m"]), int(g["d"])))
+            elif kind == "slash":
+                a, b, y = int(g["a"]), int(g["b"]), int(g["y"])
+                month_first, day_first = _make(y, a, b), _make(y, b, a)
+                if month_first and day_first and month_first != day_first:
+                    token = DateToken(match.group(0), None, (month_first, day_first))
+                else:
+                    token = DateToken(match.group(0), month_first or day_first)
+            else:
+                month = MONTHS.get(g["mon"].lower())
+                if month:
+                    token = DateToken(match.group(0), _make(int(g["y"]), month, int(g["d"])))
+            if token is not None and (token.date or token.both):
+                found.append((match.start(), token))
+                taken.append(range(match.start(), match.end()))
+    return [token for _, token in sorted(found, key=lambda pair: pair[0])]
+
+
+def slash_order(tokens: list[DateToken]) -> str | None:
+    """'mdy' or 'dmy' if some slash date of the document can only be read one way."""
+    for token in tokens:
+        if token.both is None and "/" in token.text and token.date is not None:
+            first = int(token.text.split("/")[0])
+            if first > 12:
+                return "dmy"
+            second = int(token.text.split("/")[1])
+            if second > 12:
+                return "mdy"
+    return None
+
+
+def resolve(token: DateToken, order: str) -> datetime.date | None:
+    if token.both is None:
+        return token.date
+    return token.both[0] if order == "mdy" else token.both[1]
