@@ -23,6 +23,8 @@ CONVEYOR_COMPUTE_USD_PER_HOUR  compute cost of an attempt's wall time, for agent
                            declare no rate of their own (default 0.10)
 CONVEYOR_TRACING           otel: OpenTelemetry spans per attempt and model call (default off)
 CONVEYOR_MLFLOW_TRACKING_URI  with tracing on, also send the spans to this MLflow server
+                           (MLflow >= 3.6 takes OTLP at /v1/traces; no mlflow package needed)
+CONVEYOR_MLFLOW_EXPERIMENT_ID  the experiment they go to (default 0, MLflow's default)
 
 Durations accept a unit: 500ms, 45s, 10m, 12h, 30d.
 """
@@ -103,6 +105,7 @@ class Settings:
     compute_usd_per_hour: float = 0.10
     tracing: str | None = None
     mlflow_tracking_uri: str | None = None
+    mlflow_experiment_id: str = "0"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -159,4 +162,5 @@ def _llm_settings() -> dict[str, Any]:
         "compute_usd_per_hour": compute,
         "tracing": tracing,
         "mlflow_tracking_uri": os.environ.get("CONVEYOR_MLFLOW_TRACKING_URI") or None,
+        "mlflow_experiment_id": os.environ.get("CONVEYOR_MLFLOW_EXPERIMENT_ID") or "0",
     }

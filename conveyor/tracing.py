@@ -9,7 +9,10 @@ gen_ai.response.model, gen_ai.usage.input_tokens, gen_ai.usage.output_tokens.
 Where spans go: to the tracer provider the process has set up, if any (an app, a test,
 `opentelemetry-instrument`); otherwise Conveyor sets up the SDK with an OTLP/HTTP
 exporter, configured by the standard OTEL_EXPORTER_OTLP_* variables (`pip install
-'conveyor[tracing]'`).
+'conveyor[tracing]'`). With CONVEYOR_MLFLOW_TRACKING_URI, the same spans also go to that
+MLflow server, whose OTLP/HTTP endpoint (`/v1/traces`, MLflow >= 3.6) files them under
+CONVEYOR_MLFLOW_EXPERIMENT_ID: MLflow's UI then shows each attempt as a trace with its
+model calls, and the mlflow package itself is not needed here.
 
 Off, this module imports nothing from OpenTelemetry and makes no span: `enabled()` is one
 global read, and the worker and client skip everything behind it.
@@ -60,6 +63,8 @@ def configure(settings: Settings) -> bool:
         if provider is None:
             return False
         trace.set_tracer_provider(provider)
+    if settings.mlflow_tracking_uri:
+        send_to_mlflow(provider, settings.mlflow_tracking_uri, settings.mlflow_experiment_id)
     _tracer = trace.get_tracer(TRACER_NAME)
     log.info("tracing on", extra=fields(provider=type(provider).__name__))
     return True
@@ -88,6 +93,29 @@ def _sdk_provider() -> Any:
     provider = TracerProvider(resource=Resource.create({"service.name": "conveyor"}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     return provider
+
+
+def send_to_mlflow(provider: Any, tracking_uri: str, experiment_id: str = "0") -> bool:
+    """Also export `provider`'s spans to an MLflow tracking server, by OTLP/HTTP."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        log.warning("MLflow export needs 'conveyor[tracing]': spans are not sent to MLflow")
+        return False
+    if not hasattr(provider, "add_span_processor"):
+        log.warning(
+            "the tracer provider takes no span processor: spans are not sent to MLflow",
+            extra=fields(provider=type(provider).__name__),
+        )
+        return False
+    exporter = OTLPSpanExporter(
+        endpoint=f"{tracking_uri.rstrip('/')}/v1/traces",
+        headers={"x-mlflow-experiment-id": experiment_id},
+    )
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    log.info("tracing to MLflow", extra=fields(uri=tracking_uri, experiment=experiment_id))
+    return True
 
 
 @contextlib.contextmanager

@@ -143,3 +143,43 @@ def test_tracing_off_imports_no_opentelemetry_and_stores_no_trace(database_url: 
     assert report["loaded"] == []
     assert report["trace_id"] is None
     assert report["cost"] > 0  # the attempt was really priced and recorded
+
+
+def test_spans_reach_an_mlflow_server_by_otlp_with_the_experiment_header() -> None:
+    """What an MLflow tracking server (>= 3.6) takes at /v1/traces, received by a stand-in
+    server on loopback: OTLP/HTTP protobuf, filed under the experiment in the header."""
+    import http.server
+    import threading
+
+    received: list[tuple[str, dict[str, str], bytes]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, dict(self.headers), body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    provider = TracerProvider()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert tracing.send_to_mlflow(provider, url + "/", "7")
+        with provider.get_tracer("t").start_as_current_span("conveyor.attempt demo"):
+            pass
+        assert provider.force_flush(10_000)
+    finally:
+        provider.shutdown()
+        server.shutdown()
+        server.server_close()
+    (path, headers, body) = received[0]
+    assert path == "/v1/traces"
+    assert {k.lower(): v for k, v in headers.items()}["x-mlflow-experiment-id"] == "7"
+    assert b"conveyor.attempt demo" in body
