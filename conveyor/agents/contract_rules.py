@@ -22,16 +22,14 @@ _FOOTER = re.compile(r"^\s*page \d+ of \d+\s*$", re.IGNORECASE | re.MULTILINE)
 _ROLE = r"\((?:the\s+)?[\"“]?(?P<role{n}>[A-Z][\w-]*(?: [A-Z][\w-]*)?)[\"”]?\)"
 _PARTY = r"(?:\({n}\)\s*)?(?P<name{n}>[A-Z][^;()]*?),\s+(?:a|an)\s+[^()]*?\s*" + _ROLE
 _PARTIES = re.compile(
-    r"\bbetween:?\s*"
-    + _PARTY.format(n=1)
-    + r"[;,]?\s*(?:and\s+)?"
-    + _PARTY.format(n=2).replace("(?:\\(2\\)", "(?:\\(2\\)")
+    r"\b(?i:between):?\s*" + _PARTY.format(n=1) + r"[;,]?\s*(?:(?i:and)\s+)?" + _PARTY.format(n=2)
 )
+# The date is looked for in the few words after the cue.
 _EFFECTIVE = [
     (re.compile(r"as of (?P<d>[^()]{6,30}?) \(the [\"“]?Effective Date", re.I), SURE),
     (re.compile(r"takes effect on (?P<d>[^()]{6,30}?) \(the Effective Date\)", re.I), SURE),
-    (re.compile(r"effective (?:as of |on )?(?P<d>[^()]{6,30}?)[ ,.(]", re.I), LIKELY),
-    (re.compile(r"\bdated (?P<d>[^()]{6,30}?) and", re.I), LIKELY),
+    (re.compile(r"\beffective (?:as of |on )?(?P<d>.{6,30})", re.I), LIKELY),
+    (re.compile(r"\bdated (?P<d>.{6,30})", re.I), LIKELY),
 ]
 _NUM = r"(?:[a-z-]+ \()?(?P<n>\d+)\)?"
 _TERM = [
@@ -40,6 +38,9 @@ _TERM = [
     (re.compile(rf"in force for (?:a period of )?{_NUM} years?", re.I), 12),
     (re.compile(rf"(?:term|period) of {_NUM} (?P<unit>months|years?)", re.I), 0),
 ]
+_AMENDED_TERM = re.compile(
+    rf"term (?:is|shall be) (?:hereby )?(?:extended|amended|changed) to {_NUM} months", re.I
+)
 _SENTENCE = re.compile(r"[^.]*(?:\.(?!\d)|$)")
 _NO_RENEWAL = re.compile(
     r"(?:not|no) (?:renew|automatic renewal)|shall not renew|no automatic renewal", re.I
@@ -79,6 +80,11 @@ def read_contract(text: str) -> tuple[Contract, dict[str, float]]:
             months = factor or (1 if unit.startswith("month") else 12)
             term, fields["term_months"] = int(match.group("n")) * months, SURE if factor else WEAK
             break
+    amended = _AMENDED_TERM.search(flat)
+    if amended and int(amended.group("n")) != term:
+        # A later clause changes the term: it wins, but a contract that amends itself
+        # is one to have read by a person.
+        term, fields["term_months"] = int(amended.group("n")), WEAK
     renewal = _renewal(flat, fields)
     law = None
     fields["governing_law"] = 0.0

@@ -49,6 +49,7 @@ def make_contract(seed: int, pages: int = 3) -> Sample:
         pdf=draw_contract(spec, pages),
         truth=spec.truth,
         name=f"contract-{seed:04d}-{pages}p.pdf",
+        hard=tuple(spec.hard),
     )
 
 

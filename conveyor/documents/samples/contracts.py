@@ -2,7 +2,11 @@
 terms and a governing law, stated in varied wording among numbered clauses of filler, to
 any length (a 200-page one is for chunking). The facts sit where contracts put them: the
 parties and date up front, the term early, payment in the middle, the law near the end.
-Some filler clauses mention days and notices too, as real ones do."""
+Some filler clauses mention days and notices too, as real ones do.
+
+One contract in five is a hard case: the term in words only ("two years"), the parties
+in a capitalised BETWEEN block, or the term amended by a later clause (the truth is the
+amended term)."""
 
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ LAWS = (
     "Germany",
     "the Netherlands",
 )
+HARD_CASES = ("term-in-words", "parties-block", "amended-term")
 TERM_MONTHS = (6, 12, 12, 24, 24, 36, 36, 48, 60)
 NOTICE_DAYS = (30, 45, 60, 60, 90, 90, 120)
 PAY_DAYS = (14, 15, 30, 30, 45, 60)
@@ -119,6 +124,8 @@ class ContractSpec:
     date_style: str
     seed: int
     wording: dict[str, int]
+    hard: list[str]
+    original_term: int  # the term before the amendment, for "amended-term"
 
 
 def contract_spec(seed: int) -> ContractSpec:
@@ -132,6 +139,12 @@ def contract_spec(seed: int) -> ContractSpec:
     notice = r.choice(NOTICE_DAYS) if auto else None
     pay_days = r.choice(PAY_DAYS)
     law = r.choice(LAWS)
+    hard = [r.choice(HARD_CASES)] if r.random() < 0.2 else []
+    original_term = term
+    if "amended-term" in hard:
+        term = original_term + 12
+    if "term-in-words" in hard:
+        term = 12 * r.randint(1, 5)
     truth = Contract(
         parties=[Party(name=first.name, role=roles[0]), Party(name=second.name, role=roles[1])],
         effective_date=effective,
@@ -150,6 +163,8 @@ def contract_spec(seed: int) -> ContractSpec:
         date_style=r.choice(("long_us", "long_eu", "iso")),
         seed=seed,
         wording={k: r.randint(0, 2) for k in ("preamble", "term", "renewal", "payment", "law")},
+        hard=hard,
+        original_term=original_term,
     )
 
 
@@ -169,7 +184,12 @@ def _clauses(spec: ContractSpec) -> dict[str, list[str]]:
         f"THIS AGREEMENT is dated {date} and is made between: (1) {a}, {fa} "
         f'("{ra}"); and (2) {b}, {fb} ("{rb}"), each a "party".',
     )[w["preamble"]]
-    months = t.term_months or 0
+    if "parties-block" in spec.hard:
+        preamble = (
+            f"THIS AGREEMENT is dated {date}. BETWEEN: (1) {a.upper()}, {fa} "
+            f"(the {ra.upper()}); AND (2) {b.upper()}, {fb} (the {rb.upper()})."
+        )
+    months = spec.original_term if "amended-term" in spec.hard else t.term_months or 0
     years, rest = divmod(months, 12)
     term = (
         f"This Agreement commences on the Effective Date and continues for an initial term "
@@ -180,6 +200,11 @@ def _clauses(spec: ContractSpec) -> dict[str, list[str]]:
         if years and not rest
         else f"This Agreement shall remain in force for {months} months from the Effective Date.",
     )[w["term"]]
+    if "term-in-words" in spec.hard:
+        term = (
+            "This Agreement begins on the Effective Date and continues for "
+            f"{in_words(years)} year{'s' if years != 1 else ''}."
+        )
     notice = t.renewal.notice_days or 0
     renewal = (
         (
@@ -225,6 +250,10 @@ def _clauses(spec: ContractSpec) -> dict[str, list[str]]:
             payment,
         ],
         "GOVERNING LAW": [law],
+        "AMENDMENT": [
+            f"Notwithstanding clause 1, the parties agree that the initial term is extended "
+            f"to {t.term_months} months."
+        ],
     }
 
 
@@ -270,6 +299,8 @@ def draw_contract(spec: ContractSpec, pages: int) -> bytes:
         ("FEES AND PAYMENT", max(1, round(pages * 0.4))),
         ("GOVERNING LAW", pages),
     ]
+    if "amended-term" in spec.hard:
+        due.insert(3, ("AMENDMENT", max(1, round(pages * 0.7))))
     signature = [
         "IN WITNESS WHEREOF the parties have executed this Agreement.",
         f"For {spec.names[0]}: ____________________  Name: ____________  Title: ____________",
