@@ -64,6 +64,9 @@ _BILL_TO = re.compile(
     r"^(?:bill(?:ed)?\s*to|invoice\s*to|sold\s*to|customer|client)\b\s*:?\s*(?P<rest>.*)$",
     re.IGNORECASE,
 )
+_BILL_TO_INSIDE = re.compile(
+    r"\s(?:bill(?:ed)?\s*to|invoice\s*to|sold\s*to|customer|client)\b", re.IGNORECASE
+)
 _TAX_ID = re.compile(
     r"^(?:VAT(?:\s*(?:No\.?|ID|Reg\.?\s*No\.?))?|USt-?IdNr\.?|EIN|Tax\s*ID|TIN|ABN|"
     r"GST(?:/HST)?(?:\s*No\.?)?|HST\s*No\.?|MWST-?Nr\.?|UID|TVA|BTW(?:-nr\.?)?|"
@@ -364,6 +367,8 @@ def _vendor(lines: list[str], found: _Found) -> Vendor:
     name = block[0]
     address_lines = block[1:tax_at] if tax_at is not None else block[1:]
     sure = bool(_COMPANY.search(name)) or len(address_lines) >= 2
+    if _BILL_TO_INSIDE.search(name):
+        sure = False  # "Acme Ltd Bill to:": two blocks side by side, merged line by line
     found.put("vendor.name", name, SURE if sure else WEAK)
     address = ", ".join(address_lines) or None
     found.put("vendor.address", address, LIKELY if tax_at is not None and address else WEAK)
