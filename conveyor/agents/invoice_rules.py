@@ -16,12 +16,12 @@ row per line. The rules, in the order they run:
 
 from __future__ import annotations
 
-import datetime
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import combinations
 
+from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.values import (
     NumberStyle,
     amounts_in,
@@ -29,7 +29,6 @@ from conveyor.agents.values import (
     dates_in,
     number_styles,
     resolve,
-    slash_order,
 )
 from conveyor.documents.types import Customer, Invoice, LineItem, Vendor, cross_checks
 
@@ -40,6 +39,16 @@ LIKELY = 0.93
 WEAK = 0.75
 GUESS = 0.6
 ARITHMETIC = 0.9  # no label, but the only amount that makes the sums agree
+# How sure a date order is, by what decided it (date_order.py).
+ORDER_CONFIDENCE = {
+    "printed": SURE,
+    "other date": LIKELY,
+    "terms": LIKELY,
+    "only fit": LIKELY,
+    "fit against country": GUESS,
+    "country": 0.8,
+    "guess": GUESS,
+}
 
 _LABELS = [
     ("ignore", r"order\s*date|delivery\s*date|ship(?:ping)?\s*date|po\s*date|service\s*date"),
@@ -222,28 +231,8 @@ def _dates(
     due = due_tokens[0] if due_tokens else None
     label_conf = {"issue": SURE, "date": LIKELY}.get(issue_kind or "", 0.0)
 
-    # The order of ambiguous slash dates: from another date of the document that can
-    # only be read one way; else from the readings that keep the due date after the issue
-    # date (by the payment terms' days, if printed) and the vendor's country agreeing;
-    # else a guess.
-    order, order_conf = "mdy", SURE
-    if any(t is not None and t.both for t in (issue, due)):
-        known = slash_order([t for line in lines for t in dates_in(line)])
-        if known:
-            order, order_conf = known, LIKELY
-        else:
-            fitting = [o for o in ("mdy", "dmy") if _plausible(issue, due, o)]
-            days = _terms_days(lines)
-            exact = [o for o in fitting if days is not None and _gap(issue, due, o) == days]
-            country = _country_order(lines, currency)
-            if len(exact) == 1:
-                order, order_conf = exact[0], LIKELY
-            elif len(fitting) == 1:
-                order = fitting[0]
-                order_conf = LIKELY if country in (None, order) else GUESS
-            else:
-                # Both readings fit: the vendor's country decides, which is a guess.
-                order, order_conf = country or "dmy", 0.8 if country else GUESS
+    order, basis = slash_date_order(issue, due, lines, currency)
+    order_conf = ORDER_CONFIDENCE[basis]
 
     if issue is not None:
         confidence = min(label_conf, order_conf if issue.both else SURE)
@@ -256,57 +245,6 @@ def _dates(
         found.put("due_date", None, LIKELY)  # payable on receipt: no due date printed
     else:
         found.put("due_date", None, GUESS)
-
-
-_TERMS = re.compile(r"\b(?:net\s*(\d{1,3})\b|(\d{1,3})\s*days\b)", re.IGNORECASE)
-_MDY_PLACES = re.compile(r"\bunited states\b|\busa\b|, [A-Z]{2} \d{5}\b", re.IGNORECASE)
-_DMY_PLACES = re.compile(
-    r"\b(?:united kingdom|uk|australia|new zealand|ireland|france|netherlands|germany|"
-    r"spain|italy|belgium|india|singapore|switzerland|austria)\b",
-    re.IGNORECASE,
-)
-
-
-def _terms_days(lines: list[str]) -> int | None:
-    for line in lines:
-        if "terms" in line.lower() or "net" in line.lower():
-            match = _TERMS.search(line)
-            if match:
-                return int(match.group(1) or match.group(2))
-    return None
-
-
-def _country_order(lines: list[str], currency: str | None) -> str | None:
-    """The date order of the vendor's country, from its address (the first lines)."""
-    head = "\n".join(lines[:8])
-    if _MDY_PLACES.search(head):
-        return "mdy"
-    if _DMY_PLACES.search(head):
-        return "dmy"
-    return "mdy" if currency == "USD" else None
-
-
-def _gap(issue: object, due: object, order: str) -> int | None:
-    from conveyor.agents.values import DateToken
-
-    if not isinstance(issue, DateToken) or not isinstance(due, DateToken):
-        return None
-    a, b = resolve(issue, order), resolve(due, order)
-    return (b - a).days if a and b else None
-
-
-def _plausible(issue: object, due: object, order: str) -> bool:
-    from conveyor.agents.values import DateToken
-
-    if not isinstance(issue, DateToken):
-        return False
-    a = resolve(issue, order)
-    if a is None:
-        return False
-    if not isinstance(due, DateToken):
-        return True
-    b = resolve(due, order)
-    return b is not None and datetime.timedelta(0) <= b - a <= datetime.timedelta(days=120)
 
 
 # ----------------------------------------------------------------------------- currency

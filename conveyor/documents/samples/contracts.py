@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conveyor.documents.samples.formats import format_date, in_words
-from conveyor.documents.samples.invoices import CUSTOMERS, VENDORS
+from conveyor.documents.samples.world import CUSTOMERS, VENDORS
 from conveyor.documents.types import Contract, Party, Renewal
 
 KINDS = (
