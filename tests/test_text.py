@@ -101,3 +101,13 @@ def test_unreadable_pdfs_are_refused_clearly(make: object, expected: str) -> Non
 def test_a_missing_file_is_unreadable(tmp_path: Path) -> None:
     with pytest.raises(UnreadableDocument):
         extract_text(tmp_path / "nope.pdf")
+
+
+def test_threads_read_documents_at_once() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    pdfs = [make_contract(seed, pages=6).pdf for seed in range(4)] + [make_invoice(9).pdf]
+    alone = [extract_text(pdf).text for pdf in pdfs]
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        together = list(pool.map(lambda pdf: extract_text(pdf).text, pdfs * 3))
+    assert together == alone * 3

@@ -5,14 +5,15 @@ glyphs do, so a table row drawn on one baseline stays one line ("Widget 3 9.50 2
 line-oriented rules can read it. A page whose text layer is empty but that shows an image
 is a scan: it is listed in `scanned_pages` and the result says that OCR would be needed.
 
-PDFium is not thread-safe: every call holds PDFIUM_LOCK (see pdf.py). A whole document is
-read under one hold of the lock; at hundreds of pages a second that is a short wait.
+PDFium is not thread-safe: every call holds PDFIUM_LOCK (see pdf.py), taken once per page
+so that threads reading other documents wait a page, not a whole 200-page contract.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.pdf import PDFIUM_LOCK
@@ -94,26 +95,31 @@ def extract_text(source: Path | bytes, *, name: str | None = None) -> DocumentTe
     with PDFIUM_LOCK:
         try:
             document = pdfium.PdfDocument(source)
+            count = len(document)
         except pdfium.PdfiumError as exc:
             raise UnreadableDocument(f"{which} cannot be opened: {_reason(exc)}") from None
         except OSError as exc:  # a path that is not there, or not readable
             raise UnreadableDocument(f"{which} cannot be read: {exc.strerror or exc}") from None
-        try:
-            for index in range(len(document)):
-                pages.append(_page_text(pdfium, document, index))
-        except pdfium.PdfiumError as exc:
-            raise UnreadableDocument(
-                f"page {len(pages) + 1} of {which} cannot be read: {exc}"
-            ) from None
-        finally:
+    try:
+        for index in range(count):
+            # The lock is taken page by page: another thread's document gets its turn
+            # between two pages of a long one.
+            with PDFIUM_LOCK:
+                pages.append(_page_text(document, index))
+    except pdfium.PdfiumError as exc:
+        raise UnreadableDocument(
+            f"page {len(pages) + 1} of {which} cannot be read: {exc}"
+        ) from None
+    finally:
+        with PDFIUM_LOCK:
             document.close()
     if not pages:
         raise UnreadableDocument(f"{which} has no pages")
     return DocumentText(pages=pages, name=name)
 
 
-def _page_text(pdfium: object, document: object, index: int) -> PageText:
-    page = document[index]  # type: ignore[index]
+def _page_text(document: Any, index: int) -> PageText:
+    page = document[index]
     try:
         textpage = page.get_textpage()
         try:
