@@ -63,6 +63,11 @@ class TruthResponder:
             raise ValueError(f"the truth folder {str(folder)!r} has no *.json file")
         return cls(truth, **options)
 
+    def add(self, key: str, entry: Any) -> None:
+        """Know one more document (safe while serving: the key list is swapped whole)."""
+        self.truth[key] = _data_of(entry)
+        self._keys = sorted(self.truth, key=len, reverse=True)
+
     def __call__(self, request: ChatCompletionRequest) -> str:
         text = _request_text(request)
         schema = _schema_of(request)
@@ -93,13 +98,19 @@ class TruthResponder:
         return out
 
     def _spoil(self, value: Any, rng: random.Random) -> Any:
-        """A copy of `value` where each leaf (and each list item) is wrong with
-        probability error_rate."""
+        """A copy of `value` where each field (a leaf of an object) and each list item
+        is wrong with probability error_rate: a wrong item is missed, or one of its
+        values misread."""
         if isinstance(value, dict):
             return {k: self._spoil(v, rng) for k, v in value.items()}
         if isinstance(value, list):
-            kept = [v for v in value if not self._unlucky(rng)]  # a line missed
-            return [self._spoil(v, rng) for v in kept]
+            out = []
+            for item in value:
+                if not self._unlucky(rng):
+                    out.append(item)
+                elif rng.random() >= 0.5:  # else: the item is missed
+                    out.append(_misread_one(item, rng))
+            return out
         if value is None or not self._unlucky(rng):
             return value
         if rng.random() < 0.5:
@@ -114,6 +125,17 @@ def _data_of(entry: Any) -> Any:
     if isinstance(entry, dict) and "data" in entry and set(entry) <= {"type", "data", "name"}:
         return entry["data"]
     return entry
+
+
+def _misread_one(item: Any, rng: random.Random) -> Any:
+    """The item with one of its (non-null) values read wrong."""
+    if not isinstance(item, dict):
+        return _changed(item, rng)
+    keys = [k for k, v in item.items() if v is not None and not isinstance(v, dict | list)]
+    if not keys:
+        return item
+    key = rng.choice(keys)
+    return {**item, key: _changed(item[key], rng)}
 
 
 def _changed(value: Any, rng: random.Random) -> Any:
