@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm-seed", type=int, default=1, help="llm: the errors' seed (1)")
 
 
-def llm_extractor(args: argparse.Namespace, Extractor: Any, Outcome: Any) -> Any:  # noqa: N803
+def llm_extractor(args: argparse.Namespace, Extractor: Any, Outcome: Any) -> Any:
     """The extractor, made of the benchmark's own Extractor and Outcome types."""
     error_rate = getattr(args, "llm_error_rate", DEFAULT_ERROR_RATE)
     model = getattr(args, "llm_model", DEFAULT_MODEL)
