@@ -84,8 +84,17 @@ def offline_extractor(args: argparse.Namespace) -> Extractor:
     return Extractor("offline", run)
 
 
+def llm_extractor(args: argparse.Namespace) -> Extractor:
+    # The LLM extractor against the simulated model, with its options: see extract_llm.py.
+    from extract_llm import llm_extractor as make
+
+    extractor: Extractor = make(args, Extractor, Outcome)
+    return extractor
+
+
 EXTRACTORS: dict[str, Callable[[argparse.Namespace], Extractor]] = {
     "offline": offline_extractor,
+    "llm": llm_extractor,
 }
 
 
@@ -466,6 +475,9 @@ def main() -> int:
     )
     parser.add_argument("--json", help="write every number here")
     parser.add_argument("--report", help="print the tables of a --json file, no measuring")
+    from extract_llm import add_arguments  # --llm-error-rate, --llm-model, ...
+
+    add_arguments(parser)
     args = parser.parse_args()
     if args.report:
         results = json.loads(Path(args.report).read_text())
