@@ -124,6 +124,31 @@ async def test_errors_in_answers_lower_confidence_through_cross_checks() -> None
     assert result.fields["number"] == 0.95
 
 
+async def test_a_value_the_document_does_not_print_scores_low() -> None:
+    """A misread the cross-checks cannot see (the vendor's name, a date a day off) is
+    caught by looking for the answer in the document's own text."""
+    invoice = make_invoice(8)
+    wrong = invoice.truth.model_dump(mode="json")
+    wrong["vendor"]["name"] = "Northwind Traders Ltd"
+    wrong["due_date"] = "2031-02-03"
+    simulator = Simulator(
+        responder=TruthResponder({invoice.name.removesuffix(".pdf"): wrong}), base_latency=0
+    )
+    async with simulator.serving() as url:
+        client = LLMClient(model="sim", base_url=f"{url}/v1")
+        try:
+            result = await extract_llm(
+                client, a_task(), extract_text(invoice.pdf), "invoice", name=invoice.name
+            )
+        finally:
+            await client.aclose()
+    assert result.checks == []  # the arithmetic still agrees
+    assert result.fields["vendor.name"] == 0.4 and result.fields["due_date"] == 0.4
+    assert result.fields["total"] == 0.95 and result.fields["issue_date"] == 0.95
+    assert result.confidence < 0.9
+    assert any("not printed in the document" in n and "vendor.name" in n for n in result.notes)
+
+
 def test_invoice_parts_merge_header_first_and_lines_concatenated() -> None:
     first = {"number": "A-1", "total": None, "vendor": {"name": "V"}, "line_items": [{"n": 1}]}
     second = {"number": "A-1", "total": "10.00", "vendor": {"name": None}, "line_items": [{"n": 2}]}

@@ -18,10 +18,12 @@ How the answers become one. Per type:
 - generic: key-value pairs concatenated, exact repeats dropped.
 Chunks that disagree on a field keep the first value, with a note and a lower confidence.
 
-Confidence. Each field found scores 0.95, 0.6 when chunks disagreed on it, and at most
-0.5 when a failed cross-check names it; a key field not found scores 0. The document's
-confidence is `document_confidence()` over those (shared with the offline extractor): the
-model's answer is trusted as far as its own numbers agree with each other.
+Confidence. Each field found scores 0.95; 0.6 when chunks disagreed on it; 0.4 when its
+value is not printed in the document's text (`conveyor.agents.grounding`: a misread or
+invented value, the error cross-checks cannot see); and at most 0.5 when a failed
+cross-check names it. A key field not found scores 0. The document's confidence is
+`document_confidence()` over those (shared with the offline extractor): the model's answer
+is trusted as far as the document shows it and its numbers agree with each other.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conveyor.agents.grounding import Evidence, grounded
 from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import (
     Extraction,
@@ -241,7 +244,9 @@ async def extract_llm(
     chunks = chunk_text_pages(document.pages, room)
     notes: list[str] = []
     scanned = document.scanned_pages
-    if scanned and client.vision and pdf is not None:
+    read_images = bool(scanned and client.vision and pdf is not None)
+    if read_images:
+        assert pdf is not None
         images = await asyncio.to_thread(render_pages, pdf, scanned)
         for i in range(0, len(scanned), IMAGES_PER_REQUEST):
             chunks.append(
@@ -278,7 +283,15 @@ async def extract_llm(
         notes.append(f"parts of the document disagree on {where} ({shown}); kept the first")
     if len(chunks) > 1:
         notes.append(f"read in {len(chunks)} requests")
-    fields = field_confidences(doc_type, data.model_dump(mode="json"), merged.disagreements)
+    # What the model read from images cannot be checked against the text layer.
+    evidence = None
+    if document.text.strip() and not read_images:
+        evidence = await asyncio.to_thread(Evidence.of, document.text)
+    answer = data.model_dump(mode="json")
+    fields = field_confidences(doc_type, answer, merged.disagreements, evidence)
+    unseen = [w for w, score in fields.items() if score == UNGROUNDED]
+    if unseen:
+        notes.append(f"not printed in the document as answered: {', '.join(unseen)}")
     extraction = make_extraction(
         doc_type,
         data,
@@ -372,19 +385,26 @@ def _name_key(name: Any) -> str | None:
 
 # ------------------------------------------------------------------------- confidence
 
-FOUND, DISPUTED, IMPLICATED = 0.95, 0.6, 0.5
+FOUND, DISPUTED, IMPLICATED, UNGROUNDED = 0.95, 0.6, 0.5, 0.4
 
 
 def field_confidences(
-    doc_type: str, data: dict[str, Any], disagreements: dict[str, list[Any]]
+    doc_type: str,
+    data: dict[str, Any],
+    disagreements: dict[str, list[Any]],
+    evidence: Evidence | None = None,
 ) -> dict[str, float]:
-    """Per-field confidence, dotted names: found 0.95, disputed 0.6, key field missing 0.
-    Missing minor fields are left out: null is a fine answer for a due date not printed."""
+    """Per-field confidence, dotted names: found 0.95, disputed 0.6, not in the text 0.4,
+    key field missing 0. Missing minor fields are left out: null is a fine answer for a
+    due date the document does not print."""
     fields: dict[str, float] = {}
     for where, value in _leaves(data):
         if value in (None, "", []):
             continue
-        fields[where] = DISPUTED if where in disagreements else FOUND
+        if evidence is not None and grounded(where, value, evidence) is False:
+            fields[where] = UNGROUNDED
+        else:
+            fields[where] = DISPUTED if where in disagreements else FOUND
     for key in KEY_FIELDS.get(doc_type, []):
         fields.setdefault(key, 0.0)
     return fields
