@@ -22,6 +22,7 @@ from conveyor.queue import NewTask
 from conveyor.states import TaskStatus
 from conveyor.web import callbacks, dashboard, documents, errors
 from conveyor.web import events as event_stream
+from conveyor.web import metrics as metrics_routes
 from conveyor.web.errors import ApiError, error_response, parse_id
 from conveyor.web.models import (
     ErrorOut,
@@ -69,6 +70,7 @@ def create_app(app: App) -> FastAPI:
     _routes(api, app)
     api.include_router(documents.router(app))
     api.include_router(callbacks.router(app))
+    api.include_router(metrics_routes.router(app))
     api.state.events = hub
     api.include_router(event_stream.router(hub))
     api.include_router(dashboard.router(app))

@@ -1,0 +1,441 @@
+-- Metrics and cost attribution that stay fast at a million tasks: rollups of FINISHED
+-- tasks, maintained in the transaction that changes them by statement-level triggers.
+--
+-- What is rolled up, and what is not:
+--  * A finished task (completed, failed, cancelled) contributes, to the rollup row of its
+--    (creation hour, agent, tenant, status): one task, the count and usage of all its
+--    attempts (attempts, throttled attempts, tokens, LLM and compute cost), its confidence
+--    (result->'confidence', when a number); and to the histograms, one count in the bucket
+--    of its response time (created -> finished) and one in the bucket of its total cost.
+--  * Live tasks (enqueued, processing) are not rolled up: they are few, their counts are
+--    exact from the partial indexes tasks_dequeue_idx and tasks_processing_idx, and leaving
+--    them out keeps the claim, the throttled re-enqueue and the lease renewal (the hot
+--    writes) free of any rollup write. Only the statement that finishes a task (or takes
+--    it back from finished, a retry) writes rollup rows.
+--  * Deleting tasks and attempts (`conveyor prune`) does not touch the rollups: cost history
+--    outlives retention, and the dashboard's counts of finished tasks include pruned ones.
+--
+-- Each contribution is written at two grains: per hour ('h') and per UTC day ('d'). A query
+-- over a range reads whole days from the 'd' rows and only the partial days at its ends
+-- from the 'h' rows, so it reads a few thousand rows however long the range is.
+--
+-- Hot rows: every worker finishing tasks of the same agent and tenant in the same hour
+-- would update the same row, and hold its lock until its transaction commits. The shard
+-- column (the backend's pid modulo 8) spreads them over eight rows; readers sum the shards.
+
+CREATE TABLE task_rollups (
+    grain         "char" NOT NULL CHECK (grain IN ('h', 'd')),
+    period        timestamptz NOT NULL,   -- the hour or the UTC day of created_at
+    agent         text NOT NULL,
+    tenant        text NOT NULL,          -- '' for tasks without a tenant
+    status        text NOT NULL CHECK (status IN ('completed', 'failed', 'cancelled')),
+    shard         smallint NOT NULL,
+    tasks         bigint NOT NULL DEFAULT 0,
+    attempts      bigint NOT NULL DEFAULT 0,
+    throttled     bigint NOT NULL DEFAULT 0,
+    input_tokens  bigint NOT NULL DEFAULT 0,
+    output_tokens bigint NOT NULL DEFAULT 0,
+    llm_usd       numeric NOT NULL DEFAULT 0,
+    compute_usd   numeric NOT NULL DEFAULT 0,
+    confidence_sum double precision NOT NULL DEFAULT 0,
+    confidence_n  bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (grain, period, agent, tenant, status, shard)
+);
+
+-- Filtered by agent over a long range: the agent's rows only.
+CREATE INDEX task_rollups_agent_idx ON task_rollups (grain, agent, period);
+
+-- Log-scale histograms, one count per finished task in the bucket of its value: 'latency'
+-- in milliseconds (created -> finished), 'cost' in millionths of a dollar (the task's
+-- LLM + compute cost over all its attempts). Bucket 0 holds values below 1; bucket b >= 1
+-- holds [10^((b-1)/10), 10^(b/10)): ten buckets per decade, each 26 % wide, so a median
+-- interpolated within its bucket is off by a few percent at most.
+CREATE TABLE task_histograms (
+    grain   "char" NOT NULL CHECK (grain IN ('h', 'd')),
+    period  timestamptz NOT NULL,
+    agent   text NOT NULL,
+    tenant  text NOT NULL,
+    status  text NOT NULL CHECK (status IN ('completed', 'failed', 'cancelled')),
+    kind    text NOT NULL CHECK (kind IN ('latency', 'cost')),
+    bucket  smallint NOT NULL,
+    shard   smallint NOT NULL,
+    tasks   bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (grain, kind, period, agent, tenant, status, bucket, shard)
+);
+
+CREATE INDEX task_histograms_agent_idx ON task_histograms (grain, kind, agent, period);
+
+-- Cost queries by model, and the live part of a range, read tasks by created_at: a BRIN
+-- index is a few pages for a million rows, and costs the hot writes almost nothing (ids
+-- and created_at grow together, so the block ranges stay tight).
+CREATE INDEX tasks_created_brin ON tasks USING brin (created_at);
+
+CREATE FUNCTION conveyor_log_bucket(v double precision) RETURNS smallint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN v IS NULL OR v < 1 THEN 0
+                ELSE least(1 + floor(10 * log(v)), 32767)::smallint END
+$$;
+
+CREATE FUNCTION conveyor_confidence(result jsonb) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN jsonb_typeof(result -> 'confidence') = 'number'
+                THEN (result ->> 'confidence')::double precision END
+$$;
+
+-- Add signed changes to the rollups, at both grains. One element per changed task; the
+-- caller has applied the sign. Rows are upserted in key order, so that two statements never
+-- lock the same rows in opposite orders (no deadlock between workers of one shard), and
+-- changes that cancel out write nothing.
+CREATE FUNCTION conveyor_rollup_add(
+    p_created timestamptz[], p_agent text[], p_tenant text[], p_status text[],
+    p_tasks bigint[], p_attempts bigint[], p_throttled bigint[], p_input bigint[],
+    p_output bigint[], p_llm numeric[], p_compute numeric[], p_conf_sum double precision[],
+    p_conf_n bigint[]
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO task_rollups AS r (grain, period, agent, tenant, status, shard, tasks, attempts,
+                                   throttled, input_tokens, output_tokens, llm_usd,
+                                   compute_usd, confidence_sum, confidence_n)
+    SELECT g.grain, date_trunc(g.unit, c.created, 'UTC'), c.agent, c.tenant, c.status,
+           (pg_backend_pid() % 8)::smallint,
+           sum(c.tasks), sum(c.attempts), sum(c.throttled), sum(c.input), sum(c.output),
+           sum(c.llm), sum(c.compute), sum(c.conf_sum), sum(c.conf_n)
+    FROM unnest(p_created, p_agent, p_tenant, p_status, p_tasks, p_attempts, p_throttled,
+                p_input, p_output, p_llm, p_compute, p_conf_sum, p_conf_n)
+         AS c(created, agent, tenant, status, tasks, attempts, throttled, input, output, llm,
+              compute, conf_sum, conf_n)
+    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+    GROUP BY 1, 2, 3, 4, 5
+    HAVING sum(c.tasks) <> 0 OR sum(c.attempts) <> 0 OR sum(c.throttled) <> 0
+        OR sum(c.input) <> 0 OR sum(c.output) <> 0 OR sum(c.llm) <> 0
+        OR sum(c.compute) <> 0 OR sum(c.conf_n) <> 0
+    ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (grain, period, agent, tenant, status, shard) DO UPDATE
+    SET tasks = r.tasks + excluded.tasks,
+        attempts = r.attempts + excluded.attempts,
+        throttled = r.throttled + excluded.throttled,
+        input_tokens = r.input_tokens + excluded.input_tokens,
+        output_tokens = r.output_tokens + excluded.output_tokens,
+        llm_usd = r.llm_usd + excluded.llm_usd,
+        compute_usd = r.compute_usd + excluded.compute_usd,
+        confidence_sum = r.confidence_sum + excluded.confidence_sum,
+        confidence_n = r.confidence_n + excluded.confidence_n;
+END $$;
+
+-- The same for the histograms: per element a sign, and the values whose buckets it counts
+-- in (NULL: nothing for that kind). Response time in ms, cost in dollars.
+CREATE FUNCTION conveyor_histogram_add(
+    p_created timestamptz[], p_agent text[], p_tenant text[], p_status text[],
+    p_sign bigint[], p_ms double precision[], p_usd numeric[]
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO task_histograms AS h (grain, kind, period, agent, tenant, status, bucket,
+                                      shard, tasks)
+    SELECT g.grain, v.kind, date_trunc(g.unit, c.created, 'UTC'), c.agent, c.tenant, c.status,
+           conveyor_log_bucket(v.value), (pg_backend_pid() % 8)::smallint, sum(c.sign)
+    FROM unnest(p_created, p_agent, p_tenant, p_status, p_sign, p_ms, p_usd)
+         AS c(created, agent, tenant, status, sign, ms, usd)
+    CROSS JOIN LATERAL (VALUES ('latency', c.ms), ('cost', c.usd * 1e6)) AS v(kind, value)
+    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+    WHERE v.value IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6, 7
+    HAVING sum(c.sign) <> 0
+    ORDER BY 1, 2, 3, 4, 5, 6, 7
+    ON CONFLICT (grain, kind, period, agent, tenant, status, bucket, shard) DO UPDATE
+    SET tasks = h.tasks + excluded.tasks;
+END $$;
+
+-- Tasks that enter or leave a finished status. Old finished rows are subtracted and new
+-- finished rows added, without joining the old and new transition tables (they have no
+-- index and no statistics): a finished row updated without a change of status is taken
+-- away and added back, which nets to nothing (or to the right change, if its finished_at
+-- or result was edited). The usage of a task's attempts is read as it is at the end of
+-- the statement; conveyor_rollup_attempts() explains why that adds up.
+CREATE FUNCTION conveyor_rollup_tasks() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    c record;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        WITH changed AS (
+            SELECT 1 AS sign, n.id, n.created_at, n.agent, n.tenant, n.status, n.finished_at,
+                   n.result
+            FROM new_rows n
+            WHERE n.status IN ('completed', 'failed', 'cancelled')
+        )
+        SELECT array_agg(x.created_at) AS created, array_agg(x.agent) AS agent,
+               array_agg(x.tenant) AS tenant, array_agg(x.status) AS status,
+               array_agg(x.sign) AS sign, array_agg(x.sign * x.attempts) AS attempts,
+               array_agg(x.sign * x.throttled) AS throttled,
+               array_agg(x.sign * x.input) AS input, array_agg(x.sign * x.output) AS output,
+               array_agg(x.sign * x.llm) AS llm, array_agg(x.sign * x.compute) AS compute,
+               array_agg(x.sign * coalesce(x.confidence, 0)) AS conf_sum,
+               array_agg(x.sign * (x.confidence IS NOT NULL)::int) AS conf_n,
+               array_agg(x.ms) AS ms, array_agg(x.llm + x.compute) AS usd
+        INTO c
+        FROM (
+            SELECT ch.sign::bigint AS sign, ch.created_at, ch.agent,
+                   coalesce(ch.tenant, '') AS tenant, ch.status,
+                   extract(epoch FROM ch.finished_at - ch.created_at)::float8 * 1000 AS ms,
+                   conveyor_confidence(ch.result) AS confidence, u.*
+            FROM changed ch
+            CROSS JOIN LATERAL (
+                SELECT count(*) AS attempts,
+                       count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
+                       coalesce(sum(a.input_tokens), 0)::bigint AS input,
+                       coalesce(sum(a.output_tokens), 0)::bigint AS output,
+                       coalesce(sum(a.llm_cost_usd), 0) AS llm,
+                       coalesce(sum(a.compute_cost_usd), 0) AS compute
+                FROM task_attempts a
+                WHERE a.task_id = ch.id
+            ) u
+        ) x;
+    ELSE
+        WITH changed AS (
+            SELECT -1 AS sign, o.id, o.created_at, o.agent, o.tenant, o.status, o.finished_at,
+                   o.result
+            FROM old_rows o
+            WHERE o.status IN ('completed', 'failed', 'cancelled')
+            UNION ALL
+            SELECT 1 AS sign, n.id, n.created_at, n.agent, n.tenant, n.status, n.finished_at,
+                   n.result
+            FROM new_rows n
+            WHERE n.status IN ('completed', 'failed', 'cancelled')
+        )
+        SELECT array_agg(x.created_at) AS created, array_agg(x.agent) AS agent,
+               array_agg(x.tenant) AS tenant, array_agg(x.status) AS status,
+               array_agg(x.sign) AS sign, array_agg(x.sign * x.attempts) AS attempts,
+               array_agg(x.sign * x.throttled) AS throttled,
+               array_agg(x.sign * x.input) AS input, array_agg(x.sign * x.output) AS output,
+               array_agg(x.sign * x.llm) AS llm, array_agg(x.sign * x.compute) AS compute,
+               array_agg(x.sign * coalesce(x.confidence, 0)) AS conf_sum,
+               array_agg(x.sign * (x.confidence IS NOT NULL)::int) AS conf_n,
+               array_agg(x.ms) AS ms, array_agg(x.llm + x.compute) AS usd
+        INTO c
+        FROM (
+            SELECT ch.sign::bigint AS sign, ch.created_at, ch.agent,
+                   coalesce(ch.tenant, '') AS tenant, ch.status,
+                   extract(epoch FROM ch.finished_at - ch.created_at)::float8 * 1000 AS ms,
+                   conveyor_confidence(ch.result) AS confidence, u.*
+            FROM changed ch
+            CROSS JOIN LATERAL (
+                SELECT count(*) AS attempts,
+                       count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
+                       coalesce(sum(a.input_tokens), 0)::bigint AS input,
+                       coalesce(sum(a.output_tokens), 0)::bigint AS output,
+                       coalesce(sum(a.llm_cost_usd), 0) AS llm,
+                       coalesce(sum(a.compute_cost_usd), 0) AS compute
+                FROM task_attempts a
+                WHERE a.task_id = ch.id
+            ) u
+        ) x;
+    END IF;
+    IF c.created IS NOT NULL THEN
+        PERFORM conveyor_rollup_add(c.created, c.agent, c.tenant, c.status, c.sign, c.attempts,
+                                    c.throttled, c.input, c.output, c.llm, c.compute,
+                                    c.conf_sum, c.conf_n);
+        PERFORM conveyor_histogram_add(c.created, c.agent, c.tenant, c.status, c.sign, c.ms,
+                                       c.usd);
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- Attempts whose usage changes while their task is finished: an outcome reported late (its
+-- lease was lost, or the task cancelled), or usage recorded afterwards (a compute cost).
+--
+-- The rollups hold a finished task's usage as it is at the end of the statement that
+-- finished it. A statement that changes both a task and its attempts (the claim, the end of
+-- an attempt, the sweep, a cancel) is counted by the task trigger alone, which reads the
+-- usage at the end of the statement; this trigger must then add what changed in that
+-- statement only if the task was ALREADY finished before it. It knows that from the
+-- attempt, by the queue's invariant that an attempt is 'running' exactly while its task is
+-- 'processing' in that attempt:
+--   * an attempt inserted 'running' is a claim (its task was enqueued): nothing to add;
+--   * an attempt that was 'running' belonged to a processing task: nothing to add;
+--   * any other attempt's task did not change in this statement: its change is added to
+--     the task's rollup row if the task is finished.
+-- (The one case this misses is a batch of outcomes holding both a late outcome for one
+-- attempt and the applied outcome of a later attempt of the same task; the late usage is
+-- then counted twice. conveyor_rebuild_rollups() recomputes everything from the rows.)
+CREATE FUNCTION conveyor_rollup_attempts() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    c record;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        WITH delta AS (
+            SELECT n.task_id, count(*) AS attempts,
+                   count(*) FILTER (WHERE n.status = 'throttled') AS throttled,
+                   coalesce(sum(n.input_tokens), 0)::bigint AS input,
+                   coalesce(sum(n.output_tokens), 0)::bigint AS output,
+                   coalesce(sum(n.llm_cost_usd), 0) AS llm,
+                   coalesce(sum(n.compute_cost_usd), 0) AS compute
+            FROM new_rows n
+            WHERE n.status <> 'running'
+            GROUP BY n.task_id
+        )
+        SELECT array_agg(t.created_at) AS created, array_agg(t.agent) AS agent,
+               array_agg(t.tenant) AS tenant, array_agg(t.status) AS status,
+               array_agg(d.attempts) AS attempts, array_agg(d.throttled) AS throttled,
+               array_agg(d.input) AS input, array_agg(d.output) AS output,
+               array_agg(d.llm) AS llm, array_agg(d.compute) AS compute,
+               array_agg(d.llm + d.compute) AS usd, array_agg(s.usd) AS usd_now
+        INTO c
+        FROM delta d
+        CROSS JOIN LATERAL (
+            SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status
+            FROM tasks t
+            WHERE t.id = d.task_id
+              AND t.status IN ('completed', 'failed', 'cancelled')
+            OFFSET 0  -- a parameterised index lookup per task, never a join over all tasks
+        ) t
+        CROSS JOIN LATERAL (
+            SELECT coalesce(sum(a.llm_cost_usd), 0) + coalesce(sum(a.compute_cost_usd), 0) AS usd
+            FROM task_attempts a
+            WHERE a.task_id = d.task_id
+        ) s;
+    ELSE
+        WITH delta AS (
+            SELECT n.task_id, 0::bigint AS attempts,
+                   sum((n.status = 'throttled')::int - (o.status = 'throttled')::int)::bigint
+                       AS throttled,
+                   sum(coalesce(n.input_tokens, 0) - coalesce(o.input_tokens, 0))::bigint
+                       AS input,
+                   sum(coalesce(n.output_tokens, 0) - coalesce(o.output_tokens, 0))::bigint
+                       AS output,
+                   sum(coalesce(n.llm_cost_usd, 0) - coalesce(o.llm_cost_usd, 0)) AS llm,
+                   sum(coalesce(n.compute_cost_usd, 0) - coalesce(o.compute_cost_usd, 0))
+                       AS compute
+            FROM old_rows o
+            JOIN new_rows n USING (id)
+            WHERE o.status <> 'running'
+            GROUP BY n.task_id
+        )
+        SELECT array_agg(t.created_at) AS created, array_agg(t.agent) AS agent,
+               array_agg(t.tenant) AS tenant, array_agg(t.status) AS status,
+               array_agg(d.attempts) AS attempts, array_agg(d.throttled) AS throttled,
+               array_agg(d.input) AS input, array_agg(d.output) AS output,
+               array_agg(d.llm) AS llm, array_agg(d.compute) AS compute,
+               array_agg(d.llm + d.compute) AS usd, array_agg(s.usd) AS usd_now
+        INTO c
+        FROM delta d
+        CROSS JOIN LATERAL (
+            SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status
+            FROM tasks t
+            WHERE t.id = d.task_id
+              AND t.status IN ('completed', 'failed', 'cancelled')
+            OFFSET 0
+        ) t
+        CROSS JOIN LATERAL (
+            SELECT coalesce(sum(a.llm_cost_usd), 0) + coalesce(sum(a.compute_cost_usd), 0) AS usd
+            FROM task_attempts a
+            WHERE a.task_id = d.task_id
+        ) s
+        WHERE d.throttled <> 0 OR d.input <> 0 OR d.output <> 0 OR d.llm <> 0 OR d.compute <> 0;
+    END IF;
+    IF c.created IS NOT NULL THEN
+        PERFORM conveyor_rollup_add(c.created, c.agent, c.tenant, c.status,
+                                    array_fill(0::bigint, ARRAY[cardinality(c.created)]),
+                                    c.attempts, c.throttled, c.input, c.output, c.llm,
+                                    c.compute,
+                                    array_fill(0::float8, ARRAY[cardinality(c.created)]),
+                                    array_fill(0::bigint, ARRAY[cardinality(c.created)]));
+        -- The task's cost moves from the bucket of its total before to the one after.
+        PERFORM conveyor_histogram_add(c.created || c.created, c.agent || c.agent,
+                                       c.tenant || c.tenant, c.status || c.status,
+                                       array_fill(-1::bigint, ARRAY[cardinality(c.created)])
+                                       || array_fill(1::bigint, ARRAY[cardinality(c.created)]),
+                                       array_fill(NULL::float8, ARRAY[2 * cardinality(c.created)]),
+                                       (SELECT array_agg(now_usd - usd ORDER BY o)
+                                        FROM unnest(c.usd_now, c.usd) WITH ORDINALITY
+                                             AS u(now_usd, usd, o))
+                                       || c.usd_now);
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- The transition tables have no statistics and plpgsql keeps a statement's first plan
+-- (see 0005): forbid the plans that would be disastrous for a different size. Lookups of
+-- a task's row and attempts are then index probes whatever the statement's size, and the
+-- join of old and new attempt rows is a hash join, linear in the rows. The penalty these
+-- settings add to a plan's cost would make it look expensive enough to JIT-compile, which
+-- takes half a second each time: no JIT either.
+ALTER FUNCTION conveyor_rollup_tasks() SET enable_seqscan = off;
+ALTER FUNCTION conveyor_rollup_tasks() SET jit = off;
+ALTER FUNCTION conveyor_rollup_attempts() SET enable_seqscan = off;
+ALTER FUNCTION conveyor_rollup_attempts() SET enable_nestloop = off;
+ALTER FUNCTION conveyor_rollup_attempts() SET jit = off;
+
+CREATE TRIGGER tasks_rollup_inserted
+    AFTER INSERT ON tasks
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks();
+
+CREATE TRIGGER tasks_rollup_updated
+    AFTER UPDATE ON tasks
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks();
+
+CREATE TRIGGER task_attempts_rollup_inserted
+    AFTER INSERT ON task_attempts
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_attempts();
+
+CREATE TRIGGER task_attempts_rollup_updated
+    AFTER UPDATE ON task_attempts
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_attempts();
+
+-- Recompute both tables from the rows as they are: after a bulk load that bypassed the
+-- triggers, or to repair them. The history of pruned tasks is lost (their rows are gone).
+-- Writers wait for it (SHARE locks), so the result is one consistent picture.
+CREATE FUNCTION conveyor_rebuild_rollups() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    LOCK TABLE tasks, task_attempts IN SHARE MODE;
+    DELETE FROM task_rollups;
+    DELETE FROM task_histograms;
+    CREATE TEMPORARY TABLE conveyor_rebuild ON COMMIT DROP AS
+    SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status,
+           extract(epoch FROM t.finished_at - t.created_at)::float8 * 1000 AS ms,
+           conveyor_confidence(t.result) AS confidence,
+           coalesce(u.attempts, 0) AS attempts, coalesce(u.throttled, 0) AS throttled,
+           coalesce(u.input, 0) AS input, coalesce(u.output, 0) AS output,
+           coalesce(u.llm, 0) AS llm, coalesce(u.compute, 0) AS compute
+    FROM tasks t
+    LEFT JOIN (
+        SELECT a.task_id, count(*) AS attempts,
+               count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
+               coalesce(sum(a.input_tokens), 0)::bigint AS input,
+               coalesce(sum(a.output_tokens), 0)::bigint AS output,
+               coalesce(sum(a.llm_cost_usd), 0) AS llm,
+               coalesce(sum(a.compute_cost_usd), 0) AS compute
+        FROM task_attempts a
+        GROUP BY a.task_id
+    ) u ON u.task_id = t.id
+    WHERE t.status IN ('completed', 'failed', 'cancelled');
+
+    INSERT INTO task_rollups (grain, period, agent, tenant, status, shard, tasks, attempts,
+                              throttled, input_tokens, output_tokens, llm_usd, compute_usd,
+                              confidence_sum, confidence_n)
+    SELECT g.grain, date_trunc(g.unit, r.created_at, 'UTC'), r.agent, r.tenant, r.status, 0,
+           count(*), sum(r.attempts), sum(r.throttled), sum(r.input), sum(r.output),
+           sum(r.llm), sum(r.compute), coalesce(sum(r.confidence), 0), count(r.confidence)
+    FROM conveyor_rebuild r
+    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+    GROUP BY 1, 2, 3, 4, 5;
+
+    INSERT INTO task_histograms (grain, kind, period, agent, tenant, status, bucket, shard,
+                                 tasks)
+    SELECT g.grain, v.kind, date_trunc(g.unit, r.created_at, 'UTC'), r.agent, r.tenant,
+           r.status, conveyor_log_bucket(v.value), 0, count(*)
+    FROM conveyor_rebuild r
+    CROSS JOIN LATERAL (VALUES ('latency', r.ms), ('cost', (r.llm + r.compute) * 1e6))
+         AS v(kind, value)
+    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+    WHERE v.value IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6, 7;
+    DROP TABLE conveyor_rebuild;
+END $$;

@@ -1,0 +1,193 @@
+-- Metrics and costs: the dashboard's numbers, cost breakdowns, Prometheus. Read from the
+-- rollups of finished tasks (migration 0006) plus the live tasks, which are few and sit in
+-- the partial indexes of the queue.
+--
+-- Every query takes the same range parameters, computed by conveyor/metrics.py from the
+-- request's since/until rounded out to whole hours: whole UTC days [%(d0)s, %(d1)s) are read
+-- from the day rows (when %(days)s), the partial days at either end, [%(ha0)s, %(ha1)s) and
+-- [%(hb0)s, %(hb1)s), from the hour rows; a NULL bound is open. The live part reads tasks
+-- created in [%(h0)s, %(h1)s). Filters are NULL when not given. Grouping keys are chosen with
+-- boolean parameters (GROUP BY CASE WHEN ... END), so the text never changes.
+
+-- name: rollups_by_agent_status
+-- Finished tasks in the range: counts, usage and confidence per agent and status.
+SELECT r.agent, r.status, sum(r.tasks)::bigint AS tasks, sum(r.attempts)::bigint AS attempts,
+       sum(r.throttled)::bigint AS throttled, sum(r.input_tokens)::bigint AS input_tokens,
+       sum(r.output_tokens)::bigint AS output_tokens, sum(r.llm_usd) AS llm_usd,
+       sum(r.compute_usd) AS compute_usd, sum(r.confidence_sum) AS confidence_sum,
+       sum(r.confidence_n)::bigint AS confidence_n
+FROM task_rollups r
+WHERE ((r.grain = 'd' AND %(days)s
+        AND (%(d0)s::timestamptz IS NULL OR r.period >= %(d0)s)
+        AND (%(d1)s::timestamptz IS NULL OR r.period < %(d1)s))
+       OR (r.grain = 'h' AND r.period >= %(ha0)s AND r.period < %(ha1)s)
+       OR (r.grain = 'h' AND r.period >= %(hb0)s AND r.period < %(hb1)s))
+  AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
+  AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
+  AND (%(status)s::text IS NULL OR r.status = %(status)s)
+GROUP BY r.agent, r.status
+HAVING sum(r.tasks) <> 0 OR sum(r.attempts) <> 0;
+
+-- name: live_by_agent_status
+-- Enqueued and processing tasks, exact, with the usage of the attempts they already had
+-- (retries): from the partial indexes of the queue, and the attempts' (task_id, attempt)
+-- index only for tasks that have attempts.
+SELECT t.agent, t.status, count(*) AS tasks, coalesce(sum(u.attempts), 0)::bigint AS attempts,
+       coalesce(sum(u.throttled), 0)::bigint AS throttled,
+       coalesce(sum(u.input_tokens), 0)::bigint AS input_tokens,
+       coalesce(sum(u.output_tokens), 0)::bigint AS output_tokens,
+       coalesce(sum(u.llm_usd), 0) AS llm_usd, coalesce(sum(u.compute_usd), 0) AS compute_usd
+FROM tasks t
+LEFT JOIN LATERAL (
+    SELECT count(*) AS attempts, count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
+           sum(a.input_tokens) AS input_tokens, sum(a.output_tokens) AS output_tokens,
+           sum(a.llm_cost_usd) AS llm_usd, sum(a.compute_cost_usd) AS compute_usd
+    FROM task_attempts a
+    WHERE a.task_id = t.id AND t.attempts > 0
+) u ON true
+WHERE t.status IN ('enqueued', 'processing')
+  AND (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
+  AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
+  AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
+  AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
+  AND (%(status)s::text IS NULL OR t.status = %(status)s)
+GROUP BY t.agent, t.status;
+
+-- name: histogram
+-- One kind of histogram ('latency' or 'cost') of the finished tasks in the range, per
+-- bucket, grouped by the keys asked for (NULL where not grouped).
+SELECT CASE WHEN %(by_agent)s THEN h.agent END AS agent,
+       CASE WHEN %(by_tenant)s THEN h.tenant END AS tenant,
+       CASE WHEN %(by_day)s THEN date_trunc('day', h.period, 'UTC') END AS day,
+       CASE WHEN %(by_status)s THEN h.status END AS status,
+       h.bucket, sum(h.tasks)::bigint AS tasks
+FROM task_histograms h
+WHERE h.kind = %(kind)s
+  AND ((h.grain = 'd' AND %(days)s
+        AND (%(d0)s::timestamptz IS NULL OR h.period >= %(d0)s)
+        AND (%(d1)s::timestamptz IS NULL OR h.period < %(d1)s))
+       OR (h.grain = 'h' AND h.period >= %(ha0)s AND h.period < %(ha1)s)
+       OR (h.grain = 'h' AND h.period >= %(hb0)s AND h.period < %(hb1)s))
+  AND (%(agent)s::text IS NULL OR h.agent = %(agent)s)
+  AND (%(tenant)s::text IS NULL OR h.tenant = %(tenant)s)
+  AND (%(status)s::text IS NULL OR h.status = %(status)s)
+GROUP BY 1, 2, 3, 4, 5
+HAVING sum(h.tasks) <> 0;
+
+-- name: series
+-- Finished tasks and their cost per period of creation (hour or day, %(unit)s).
+SELECT date_trunc(%(unit)s, r.period, 'UTC') AS t,
+       coalesce(sum(r.tasks) FILTER (WHERE r.status = 'completed'), 0)::bigint AS completed,
+       coalesce(sum(r.tasks) FILTER (WHERE r.status = 'failed'), 0)::bigint AS failed,
+       sum(r.llm_usd + r.compute_usd) AS cost_usd
+FROM task_rollups r
+WHERE ((r.grain = 'd' AND %(days)s
+        AND (%(d0)s::timestamptz IS NULL OR r.period >= %(d0)s)
+        AND (%(d1)s::timestamptz IS NULL OR r.period < %(d1)s))
+       OR (r.grain = 'h' AND r.period >= %(ha0)s AND r.period < %(ha1)s)
+       OR (r.grain = 'h' AND r.period >= %(hb0)s AND r.period < %(hb1)s))
+  AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
+  AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
+  AND (%(status)s::text IS NULL OR r.status = %(status)s)
+GROUP BY 1
+ORDER BY 1;
+
+-- name: costs_rollups
+-- Costs of finished tasks, grouped by the keys asked for.
+SELECT CASE WHEN %(by_agent)s THEN r.agent END AS agent,
+       CASE WHEN %(by_tenant)s THEN r.tenant END AS tenant,
+       CASE WHEN %(by_day)s THEN date_trunc('day', r.period, 'UTC') END AS day,
+       CASE WHEN %(by_status)s THEN r.status END AS status,
+       sum(r.tasks)::bigint AS tasks, sum(r.attempts)::bigint AS attempts,
+       sum(r.input_tokens)::bigint AS input_tokens, sum(r.output_tokens)::bigint AS output_tokens,
+       sum(r.llm_usd) AS llm_usd, sum(r.compute_usd) AS compute_usd
+FROM task_rollups r
+WHERE ((r.grain = 'd' AND %(days)s
+        AND (%(d0)s::timestamptz IS NULL OR r.period >= %(d0)s)
+        AND (%(d1)s::timestamptz IS NULL OR r.period < %(d1)s))
+       OR (r.grain = 'h' AND r.period >= %(ha0)s AND r.period < %(ha1)s)
+       OR (r.grain = 'h' AND r.period >= %(hb0)s AND r.period < %(hb1)s))
+  AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
+  AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
+  AND (%(status)s::text IS NULL OR r.status = %(status)s)
+GROUP BY 1, 2, 3, 4
+HAVING sum(r.tasks) <> 0 OR sum(r.attempts) <> 0;
+
+-- name: costs_live
+-- Costs of enqueued and processing tasks (those retried), grouped the same way.
+SELECT CASE WHEN %(by_agent)s THEN t.agent END AS agent,
+       CASE WHEN %(by_tenant)s THEN coalesce(t.tenant, '') END AS tenant,
+       CASE WHEN %(by_day)s THEN date_trunc('day', t.created_at, 'UTC') END AS day,
+       CASE WHEN %(by_status)s THEN t.status END AS status,
+       count(*) AS tasks, coalesce(sum(u.attempts), 0)::bigint AS attempts,
+       coalesce(sum(u.input_tokens), 0)::bigint AS input_tokens,
+       coalesce(sum(u.output_tokens), 0)::bigint AS output_tokens,
+       coalesce(sum(u.llm_usd), 0) AS llm_usd, coalesce(sum(u.compute_usd), 0) AS compute_usd
+FROM tasks t
+LEFT JOIN LATERAL (
+    SELECT count(*) AS attempts, sum(a.input_tokens) AS input_tokens,
+           sum(a.output_tokens) AS output_tokens, sum(a.llm_cost_usd) AS llm_usd,
+           sum(a.compute_cost_usd) AS compute_usd
+    FROM task_attempts a
+    WHERE a.task_id = t.id AND t.attempts > 0
+) u ON true
+WHERE t.status IN ('enqueued', 'processing')
+  AND (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
+  AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
+  AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
+  AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
+  AND (%(status)s::text IS NULL OR t.status = %(status)s)
+GROUP BY 1, 2, 3, 4;
+
+-- name: costs_by_model
+-- Costs per model are per attempt, which the rollups do not keep: read from the rows
+-- (tasks by the BRIN index on created_at, their attempts by (task_id, attempt)). Tasks
+-- count once per group they spent in; those without attempts are in no model's group.
+-- The history of pruned tasks is not here. GROUPING SETS add the totals row.
+WITH per_task AS (
+    SELECT CASE WHEN %(by_agent)s THEN t.agent END AS agent,
+           CASE WHEN %(by_tenant)s THEN coalesce(t.tenant, '') END AS tenant,
+           CASE WHEN %(by_day)s THEN date_trunc('day', t.created_at, 'UTC') END AS day,
+           CASE WHEN %(by_status)s THEN t.status END AS status,
+           CASE WHEN %(by_model)s THEN a.model END AS model,
+           t.id, count(*) AS attempts,
+           coalesce(sum(a.input_tokens), 0) AS input_tokens,
+           coalesce(sum(a.output_tokens), 0) AS output_tokens,
+           coalesce(sum(a.llm_cost_usd), 0) AS llm_usd,
+           coalesce(sum(a.compute_cost_usd), 0) AS compute_usd
+    FROM tasks t
+    JOIN task_attempts a ON a.task_id = t.id
+    WHERE (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
+      AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
+      AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
+      AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
+      AND (%(status)s::text IS NULL OR t.status = %(status)s)
+      AND (%(model)s::text IS NULL OR a.model = %(model)s)
+    GROUP BY 1, 2, 3, 4, 5, t.id
+)
+SELECT agent, tenant, day, status, model, grouping(agent, tenant, day, status, model) <> 0
+       AS is_total,
+       count(*) AS tasks, sum(attempts)::bigint AS attempts,
+       sum(input_tokens)::bigint AS input_tokens, sum(output_tokens)::bigint AS output_tokens,
+       sum(llm_usd) AS llm_usd, sum(compute_usd) AS compute_usd,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY llm_usd + compute_usd) AS median_task_usd
+FROM per_task
+GROUP BY GROUPING SETS ((agent, tenant, day, status, model), ());
+
+-- name: prometheus_rollups
+-- All history of finished tasks, per agent and status: the day rows only.
+SELECT r.agent, r.status, sum(r.tasks)::bigint AS tasks, sum(r.attempts)::bigint AS attempts,
+       sum(r.throttled)::bigint AS throttled, sum(r.input_tokens)::bigint AS input_tokens,
+       sum(r.output_tokens)::bigint AS output_tokens, sum(r.llm_usd) AS llm_usd,
+       sum(r.compute_usd) AS compute_usd
+FROM task_rollups r
+WHERE r.grain = 'd'
+GROUP BY r.agent, r.status;
+
+-- name: prometheus_latency
+SELECT h.agent, h.bucket, sum(h.tasks)::bigint AS tasks
+FROM task_histograms h
+WHERE h.grain = 'd' AND h.kind = 'latency'
+GROUP BY h.agent, h.bucket
+HAVING sum(h.tasks) <> 0
+ORDER BY h.agent, h.bucket;
