@@ -470,15 +470,20 @@ class Worker:
         return None if cost is None else float(cost)
 
     async def _call(self, spec: AgentSpec, task: Task) -> Any:
-        if tracing.enabled():
-            with tracing.attempt_span(task.agent, task.id, task.attempt) as span:
-                task.trace_id = tracing.trace_id_of(span)
-                try:
-                    return await self._call_agent(spec, task)
-                finally:
-                    span.set_attribute("gen_ai.usage.input_tokens", task.usage.input_tokens)
-                    span.set_attribute("gen_ai.usage.output_tokens", task.usage.output_tokens)
-        return await self._call_agent(spec, task)
+        try:
+            if tracing.enabled():
+                with tracing.attempt_span(task.agent, task.id, task.attempt) as span:
+                    task.trace_id = tracing.trace_id_of(span)
+                    try:
+                        return await self._call_agent(spec, task)
+                    finally:
+                        span.set_attribute("gen_ai.usage.input_tokens", task.usage.input_tokens)
+                        span.set_attribute("gen_ai.usage.output_tokens", task.usage.output_tokens)
+            return await self._call_agent(spec, task)
+        finally:
+            # The first attempt that spent tokens loads the price table, off the loop.
+            if self.pricer.needs_loading(task.usage.by_model):
+                await asyncio.get_running_loop().run_in_executor(self._threads, self.pricer.load)
 
     async def _call_agent(self, spec: AgentSpec, task: Task) -> Any:
         assert spec.fn is not None

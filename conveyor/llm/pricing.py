@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -82,6 +83,15 @@ class Pricer:
         self.overrides = dict(overrides or {})
         self._warned: set[str] = set()
         self._lock = threading.Lock()  # agents in threads may ask at the same time
+
+    def needs_loading(self, models: Iterable[str]) -> bool:
+        """Whether pricing these models would import genai-prices first (half a second:
+        the worker does that in a thread rather than in its event loop)."""
+        return "genai_prices" not in sys.modules and any(m not in self.overrides for m in models)
+
+    @staticmethod
+    def load() -> None:
+        import genai_prices  # noqa: F401
 
     def cost(self, model: str | None, input_tokens: int, output_tokens: int) -> Decimal | None:
         """The cost of this usage, or None when the model's price is not known."""
