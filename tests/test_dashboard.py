@@ -14,8 +14,9 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -132,6 +133,34 @@ async def shop(settings: Settings) -> AsyncIterator[tuple[Shop, str]]:
             await s.app.aclose()
 
 
+async def seed_history(app: App) -> None:
+    """For the screenshot: a day of tasks, created hour by hour (backdated rows), run now."""
+    async with app.connection() as conn:
+        await conn.execute(
+            """
+            INSERT INTO tasks (agent, payload, tenant, max_attempts, created_at)
+            SELECT CASE WHEN i % 3 = 0 THEN 'contract' ELSE 'invoice' END,
+                   jsonb_build_object('fail', (h + i) % 11 = 0),
+                   CASE WHEN i % 2 = 0 THEN 'acme' ELSE 'globex' END,
+                   1,
+                   now() - make_interval(hours => h) + make_interval(secs => i)
+            FROM generate_series(1, 22) AS h,
+                 generate_series(1, 4 + (h * 7) % 9) AS i
+            """
+        )
+
+    async def drained() -> bool:
+        async with app.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) AS n FROM tasks WHERE status IN ('enqueued', 'processing')"
+                " AND run_after < now() + interval '1 minute' AND NOT payload ? 'hold'"
+            )
+            row = await cur.fetchone()
+            return row is not None and row["n"] == 0
+
+    await wait_for(drained, timeout=180, what="the history's tasks")
+
+
 async def tile(page: Page, name: str) -> str:
     return await page.locator(f'[data-tile="{name}"] .value').inner_text()
 
@@ -194,6 +223,10 @@ async def test_live_numbers_without_a_reload(page: Page, settings: Settings) -> 
 
         shot = os.environ.get("CONVEYOR_DASHBOARD_SCREENSHOT")
         if shot:
+            await seed_history(s.app)
+            since = (datetime.now(UTC) - timedelta(hours=23)).replace(minute=0, second=0)
+            await page.goto(f"{url}/?since={quote(since.isoformat())}")
+            await expect(page.locator('[data-tile="total"] .value')).not_to_have_text("—")
             await page.locator("#costs-run").click()
             await expect(page.locator("#costs-table")).to_be_visible()
             await page.screenshot(path=shot, full_page=True)

@@ -125,7 +125,7 @@ def router(app: App) -> APIRouter:
             f"Task {task.id} · Conveyor",
             body,
             script="task.js",
-            data={"task": str(task.id), "status": str(task.status)},
+            data={"task": str(task.id), "status": str(task.status), "agent": task.agent},
         )
         return HTMLResponse(page)
 

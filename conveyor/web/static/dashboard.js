@@ -79,7 +79,7 @@
   function usd(x) {
     if (x == null) return "—";
     if (x === 0) return "$0";
-    if (x < 0.01) return "$" + x.toFixed(4);
+    if (x < 0.01) return "$" + x.toPrecision(2); // tiny, but not zero
     if (x < 1000) return "$" + x.toFixed(2);
     return "$" + compact.format(x);
   }
@@ -162,11 +162,10 @@
       box.replaceChildren(el("p", { class: "empty" }, "no finished tasks in this range"));
       return;
     }
-    const W = 600, H = 190, L = 36, R = 44, T = 8, B = 22;
+    const W = Math.max(300, box.clientWidth || 600), H = 190, L = 36, R = 52, T = 8, B = 22;
     const NS = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(NS, "svg");
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
-    svg.setAttribute("preserveAspectRatio", "none");
     svg.setAttribute("role", "img");
     const add = (tag, attrs, text) => {
       const node = document.createElementNS(NS, tag);
@@ -186,18 +185,23 @@
     add("text", { x: W - R + 4, y: T + 8, class: "axis" }, usd(maxCost));
     const line = [];
     points.forEach((p, i) => {
-      const x = L + i * step, w = Math.max(1, step * 0.7);
+      const w = Math.max(1, Math.min(step * 0.7, 28)), x = L + i * step + (step - w) / 2;
       const done = p.completed || 0, failed = p.failed || 0;
       const title = `${when(p.t)}: ${done} completed, ${failed} failed, ${usd(p.cost_usd)}`;
       const bar = add("rect", { x, y: y(done), width: w, height: y(0) - y(done), class: "bar-completed" });
       bar.append(Object.assign(document.createElementNS(NS, "title"), { textContent: title }));
       add("rect", { x, y: y(done + failed), width: w, height: y(done) - y(done + failed), class: "bar-failed" });
-      line.push(`${(x + w / 2).toFixed(1)},${(T + (H - T - B) * (1 - (p.cost_usd || 0) / maxCost)).toFixed(1)}`);
+      line.push([x + w / 2, T + (H - T - B) * (1 - (p.cost_usd || 0) / maxCost)]);
     });
-    add("polyline", { points: line.join(" "), class: "cost-line" });
-    const first = new Date(points[0].t), last = new Date(points[points.length - 1].t);
-    add("text", { x: L, y: H - 6, class: "axis" }, first.toLocaleString());
-    add("text", { x: W - R, y: H - 6, "text-anchor": "end", class: "axis" }, last.toLocaleString());
+    add("polyline", { points: line.map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(" "), class: "cost-line" });
+    for (const [px, py] of line) add("circle", { cx: px.toFixed(1), cy: py.toFixed(1), r: 2.5, class: "cost-dot" });
+    const label = (iso) => bucket === "hour"
+      ? new Date(iso).toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" })
+      : new Date(iso).toLocaleDateString();
+    add("text", { x: L, y: H - 6, class: "axis" }, label(points[0].t));
+    if (points.length > 1) {
+      add("text", { x: W - R, y: H - 6, "text-anchor": "end", class: "axis" }, label(points[points.length - 1].t));
+    }
     box.replaceChildren(svg);
   }
 

@@ -17,7 +17,7 @@
     } catch (err) { /* the next poll tries again */ }
   }
 
-  const source = new EventSource("/api/events");
+  const source = new EventSource(`/api/events?${new URLSearchParams({ agent: body.dataset.agent })}`);
   const show = () => {
     const state = source.readyState === EventSource.OPEN ? "live" : "polling";
     indicator.dataset.state = state;
