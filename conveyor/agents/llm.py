@@ -22,8 +22,9 @@ Confidence. Each field found scores 0.95; 0.6 when chunks disagreed on it; 0.4 w
 value is not printed in the document's text (`conveyor.agents.grounding`: a misread or
 invented value, the error cross-checks cannot see); and at most 0.5 when a failed
 cross-check names it. A key field not found scores 0. The document's confidence is
-`document_confidence()` over those (shared with the offline extractor): the model's answer
-is trusted as far as the document shows it and its numbers agree with each other.
+`document_confidence()` over those (shared with the offline extractor), capped like a
+failed check (0.85) when some value is not in the text: the model's answer is trusted as
+far as the document shows it and its numbers agree with each other.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import Any
 from conveyor.agents.grounding import Evidence, grounded
 from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import (
+    FAILED_CHECK_CEILING,
     Extraction,
     json_schema,
     make_extraction,
@@ -313,6 +315,11 @@ async def extract_llm(
                 extractor=f"llm:{client.model}",
                 key_fields=KEY_FIELDS.get(doc_type),
             )
+    if unseen:
+        # As with a failed cross-check: a value the document does not show is a likely
+        # error, wherever it is; the document is not one to trust without a look.
+        ceiling = min(extraction.confidence, FAILED_CHECK_CEILING)
+        extraction = extraction.model_copy(update={"confidence": ceiling})
     return extraction
 
 
