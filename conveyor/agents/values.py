@@ -1,11 +1,11 @@
-"""Amounts, dates and currencies as documents print them, read back into values, with how
-sure the reading is. Used by the offline extractor's rules.
+"""Amounts, dates and currencies as documents print them, read back into values. Used by
+the offline extractor's rules.
 
-Amounts: the document's own number style is decided once, by vote over all its amounts
-("1.234,56" and "12,50" vote for a decimal comma), then every amount is read with it.
-Dates: numeric dates with slashes are ambiguous (03/04/2026); the order is decided from
-the document's other dates, and failing that from the currency's country, which is a guess
-and scored as one.
+Amounts: the document's number style is voted over all its amounts ("1.234,56" and
+"12,50" vote for a decimal comma), then every amount is read with it; when the thousands
+separator is in doubt, the candidates come in order and the rules keep the reading whose
+sums agree. Dates: a numeric date with slashes may read both ways (03/04/2026); it keeps
+both readings here, and date_order.py decides between them.
 """
 
 from __future__ import annotations
