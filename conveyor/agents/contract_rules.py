@@ -48,8 +48,8 @@ _NO_RENEWAL = re.compile(
 _AUTO_RENEWAL = re.compile(r"renews? automatically|automatically renew|renewed automatically", re.I)
 _DAYS = re.compile(rf"{_NUM}(?:\s+|')days?", re.I)
 _LAW = [
-    re.compile(r"governed by (?:and construed in accordance with )?the laws of (?P<law>[^,.]+)"),
-    re.compile(r"The laws of (?P<law>[^,.]+?) govern"),
+    re.compile(r"governed by (?:and construed in accordance with )?the laws? of (?P<law>[^,.]+)"),
+    re.compile(r"The laws? of (?P<law>[^,.]+?) governs?\b"),
 ]
 _PAYMENT = [
     re.compile(rf"\bnet {_NUM} days", re.I),
