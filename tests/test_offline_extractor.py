@@ -225,3 +225,41 @@ def test_result_is_json_for_the_task() -> None:
     assert 0 <= result["confidence"] <= 1
     assert Decimal(result["data"]["total"]) == Decimal("2445.00")
     assert datetime.date.fromisoformat(result["data"]["issue_date"])
+
+
+CONTRACT = """SUPPLY AGREEMENT
+This Supply Agreement (the "Agreement") is entered into as of 2 March 2026 (the "Effective
+Date") by and between Acme Tools Ltd, a company registered in England and Wales
+("Supplier"), and Globex Corporation, a Delaware corporation ("Buyer").
+1. NOTICES
+1.1 Notices are deemed received five (5) days after posting.
+Page 1 of 2
+2. TERM AND RENEWAL
+2.1 The initial term of this Agreement is 18 months from the Effective Date. It renews
+automatically for further twelve (12) month periods unless either party gives at least
+forty-five (45) days' written notice.
+3. PAYMENT
+3.1 Payment terms are net 60 days from receipt of a valid invoice.
+4. LAW
+4.1 This Agreement is governed by the law of England and Wales.
+Page 2 of 2
+"""
+
+
+def test_contract_rules_on_written_text() -> None:
+    text = as_text(CONTRACT)
+    assert classify(text) == "contract"
+    result = extract_offline(text, "contract")
+    assert result.data == {
+        "parties": [
+            {"name": "Acme Tools Ltd", "role": "Supplier"},
+            {"name": "Globex Corporation", "role": "Buyer"},
+        ],
+        "effective_date": "2026-03-02",
+        "term_months": 18,
+        # 45, not the 5 days of the notices clause nor the 12 months of the renewal period
+        "renewal": {"auto_renew": True, "notice_days": 45, "text": None},
+        "governing_law": "England and Wales",
+        "payment_terms": "Net 60",
+    }
+    assert result.checks == [] and result.confidence >= 0.9
