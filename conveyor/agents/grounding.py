@@ -77,6 +77,21 @@ class Evidence:
         return cls(words, frozenset(dates), frozenset(numbers), frozenset(currencies_in(text)))
 
 
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def _spelled_in(n: int, evidence: Evidence) -> bool:
+    """Whether the words of `n` (below 100: "twenty-four") are all words of the text."""
+    if not 0 <= n < 100:
+        return False
+    words = [_ONES[n]] if n < 20 else [_TENS[n // 10 - 2]] + ([_ONES[n % 10]] if n % 10 else [])
+    return all(w in evidence.words for w in words)
+
+
 def grounded(where: str, value: Any, evidence: Evidence) -> bool | None:
     """Whether the text shows `value` (the answer for field `where`); None: cannot tell."""
     if value is None or isinstance(value, bool):
@@ -92,8 +107,10 @@ def grounded(where: str, value: Any, evidence: Evidence) -> bool | None:
             return False
         return True if any(v for v in verdicts) else None
     if isinstance(value, int):
-        years = Decimal(value // 12) if value % 12 == 0 and "month" in where else None
-        return Decimal(value) in evidence.numbers or years in evidence.numbers
+        readings = [value]
+        if value % 12 == 0 and "month" in where:
+            readings.append(value // 12)  # "two (2) years" for 24 months
+        return any(Decimal(n) in evidence.numbers or _spelled_in(n, evidence) for n in readings)
     if isinstance(value, float):
         return Decimal(str(value)) in evidence.numbers
     if not isinstance(value, str):
