@@ -358,8 +358,12 @@ def _progress_view(total: int) -> Iterator[_Lines]:
 async def cmd_tasks(args: argparse.Namespace) -> int:
     async with App(settings=_settings(args)) as app, app.connection() as conn:
         rows = await queue.list_tasks(conn, status=args.status, agent=args.agent, limit=args.limit)
-    _print_table(
-        ["id", "agent", "status", "priority", "attempts", "created", "finished", "error"],
+    if args.json:
+        print(json.dumps([dict(r) for r in rows], indent=2, default=str))
+        return 0
+    _show_table(
+        "",
+        ["id", "agent", "status", "priority", "attempts", "created", "took", "error"],
         [
             [
                 r["id"],
@@ -368,13 +372,79 @@ async def cmd_tasks(args: argparse.Namespace) -> int:
                 r["priority"],
                 r["attempts"],
                 _when(r["created_at"]),
-                _when(r["finished_at"]),
+                _took(r["created_at"], r["finished_at"]),
                 (r["error"] or "").splitlines()[0][:60] if r["error"] else "",
             ]
             for r in rows
         ],
+        numeric={"id", "priority", "attempts", "took"},
     )
     return 0
+
+
+async def cmd_status(args: argparse.Namespace) -> int:
+    from conveyor import metrics
+
+    async with App(settings=_settings(args)) as app, app.connection() as conn:
+        status = await metrics.overview(conn)
+    if args.json:
+        print(json.dumps(status, indent=2, default=str))
+        return 0
+    agents = status["agents"]
+    _show_table(
+        "Tasks by status (finished: all history, pruned tasks included)",
+        ["agent", "enqueued", "processing", "completed", "failed", "cancelled"],
+        [[a["agent"], *(a["tasks"][s] for s in _STATUS_COLUMNS)] for a in agents],
+        numeric=set(_STATUS_COLUMNS),
+    )
+    print()
+    _show_table(
+        "In flight, limits and their use in the current window",
+        [
+            "agent",
+            "in flight",
+            "queued",
+            "concurrent",
+            "tokens/window",
+            "requests/window",
+            "cost today",
+        ],
+        [
+            [
+                a["agent"],
+                a["tasks"]["processing"],
+                a["tasks"]["enqueued"],
+                _usage(a["usage"]["concurrent"], a["limits"]["max_concurrent"], None),
+                _usage(a["usage"]["tpm"], a["limits"]["max_tpm"], None),
+                _usage(a["usage"]["rpm"], a["limits"]["max_rpm"], None),
+                f"${a['cost_today_usd']:.4f}",
+            ]
+            for a in agents
+        ],
+        numeric={"in flight", "queued", "cost today"},
+    )
+    today = status["cost_today"]
+    print(
+        f"\ncost today (tasks created since {today['since']:%Y-%m-%d %H:%M} UTC): "
+        f"${today['total_usd']:.4f} (LLM ${today['llm_usd']:.4f}, "
+        f"compute ${today['compute_usd']:.4f})"
+    )
+    return 0
+
+
+_STATUS_COLUMNS = ("enqueued", "processing", "completed", "failed", "cancelled")
+
+
+def _took(created: datetime | None, finished: datetime | None) -> str:
+    """How long a finished task took from creation, in the largest sensible unit."""
+    if created is None or finished is None:
+        return ""
+    seconds = (finished - created).total_seconds()
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
 
 
 async def cmd_task(args: argparse.Namespace) -> int:
@@ -469,6 +539,30 @@ def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if n == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def _show_table(
+    title: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    numeric: set[str] | frozenset[str] = frozenset(),
+) -> None:
+    """A table: drawn with rich on a terminal, plain aligned text when piped (stable for
+    grep and scripts; `--json` is the format for programs)."""
+    if not sys.stdout.isatty():
+        if title:
+            print(f"{title}:")
+        _print_table(headers, rows)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title or None, title_justify="left", header_style="bold")
+    for header in headers:
+        table.add_column(header, justify="right" if header in numeric else "left")
+    for row in rows:
+        table.add_row(*(str(c) for c in row))
+    Console().print(table)
 
 
 # ---------------------------------------------------------------------------------------
@@ -593,6 +687,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--agent")
     p.add_argument("--limit", type=_positive_int, default=20)
+    p.add_argument("--json", action="store_true", help="JSON, for scripts")
+
+    p = command(
+        "status", cmd_status, "tasks by status per agent, in flight, limits and usage, cost today"
+    )
+    p.add_argument("--json", action="store_true", help="JSON, for scripts")
 
     p = command("task", cmd_task, "show one task with its attempts")
     p.add_argument("id", type=_positive_int)

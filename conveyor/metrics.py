@@ -16,7 +16,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -486,5 +486,60 @@ def _midpoint(bucket: int) -> float:
     return (low + high) / 2 if bucket <= 0 else math.sqrt(low * high)
 
 
-def today_utc(now: datetime) -> date:
-    return now.astimezone(UTC).date()
+# ---------------------------------------------------------------------------------------
+# `conveyor status`
+
+
+async def overview(conn: Connection) -> dict[str, Any]:
+    """Per agent: tasks by status (all history), limits and their use, and today's cost
+    (of the tasks created since 00:00 UTC)."""
+    now = (await (await conn.execute("SELECT now() AS now")).fetchone() or {})["now"]
+    everything = _params(Filters(), Span.of(None, None))
+    today = _params(Filters(), Span.of(_floor(now, DAY), None))
+    rows = [
+        *await (await conn.execute(Q.rollups_by_agent_status, everything)).fetchall(),
+        *await (await conn.execute(Q.live_by_agent_status, everything)).fetchall(),
+    ]
+    today_rows = [
+        *await (await conn.execute(Q.rollups_by_agent_status, today)).fetchall(),
+        *await (await conn.execute(Q.live_by_agent_status, today)).fetchall(),
+    ]
+    limits = {r["name"]: r for r in await queue.agent_limits(conn)}
+    agents: dict[str, dict[str, Any]] = {}
+    for name in sorted({*limits, *(r["agent"] for r in rows)}):
+        lim = limits.get(name)
+        agents[name] = {
+            "agent": name,
+            "tasks": dict.fromkeys(STATUSES, 0),
+            "limits": {
+                "max_concurrent": lim["max_concurrent"] if lim else None,
+                "max_tpm": lim["max_tpm"] if lim else None,
+                "max_rpm": lim["max_rpm"] if lim else None,
+            },
+            "usage": {
+                "concurrent": int(lim["running"]) if lim else 0,
+                "tpm": int(lim["tokens"]) if lim else 0,
+                "rpm": int(lim["requests"]) if lim else 0,
+            },
+            "cost_today_usd": 0.0,
+        }
+    for row in rows:
+        agents[row["agent"]]["tasks"][row["status"]] += int(row["tasks"])
+    llm = compute = 0.0
+    for row in today_rows:
+        spent = _num(row["llm_usd"]) + _num(row["compute_usd"])
+        agents[row["agent"]]["cost_today_usd"] += spent
+        llm += _num(row["llm_usd"])
+        compute += _num(row["compute_usd"])
+    for agent in agents.values():
+        agent["cost_today_usd"] = _usd(agent["cost_today_usd"])
+    return {
+        "agents": list(agents.values()),
+        "cost_today": {
+            "since": _floor(now, DAY),
+            "llm_usd": _usd(llm),
+            "compute_usd": _usd(compute),
+            "total_usd": _usd(llm + compute),
+        },
+        "generated_at": now,
+    }

@@ -4,6 +4,7 @@ the rollups behind them equal a from-scratch aggregate after a concurrent mixed 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import random
 from collections import Counter
@@ -426,3 +427,38 @@ async def test_rebuild_gives_what_the_triggers_kept(app: App, conn: Any) -> None
     await conn.execute("SELECT conveyor_rebuild_rollups()")
     assert await _rows(conn, ROLLED_UP, "h") == kept
     assert await _rows(conn, HISTOGRAM_ROLLED, "d") == hist
+
+
+# ---------------------------------------------------------------------------------------
+# conveyor status
+
+
+async def test_status_command_prints_tables_and_json(
+    app: App, conn: Any, database_url: str
+) -> None:
+    from tests.test_cli import conveyor
+
+    await known_set(app, conn)
+    shown = await asyncio.to_thread(conveyor, "status", url=database_url)
+    assert shown.returncode == 0, shown.stderr
+    first_table = shown.stdout.split("\n\n")[0]
+    lines = {line.split()[0]: line.split() for line in first_table.splitlines()}
+    # agent, enqueued, processing, completed, failed, cancelled
+    assert lines["invoice"][1:6] == ["1", "0", "1", "1", "0"]
+    assert lines["contract"][1:6] == ["0", "1", "1", "0", "1"]
+    assert "cost today" in shown.stdout
+    data = json.loads(
+        (await asyncio.to_thread(conveyor, "status", "--json", url=database_url)).stdout
+    )
+    agents = {a["agent"]: a for a in data["agents"]}
+    assert agents["invoice"]["limits"]["max_concurrent"] == 4
+    assert agents["contract"]["usage"]["concurrent"] == 1
+    assert data["cost_today"]["total_usd"] == pytest.approx(0.068) or NOW.hour < 2
+    listed = json.loads(
+        (
+            await asyncio.to_thread(
+                conveyor, "tasks", "--json", "--agent", "invoice", url=database_url
+            )
+        ).stdout
+    )
+    assert [t["status"] for t in listed] == ["enqueued", "failed", "completed"]
