@@ -299,16 +299,25 @@ ROLLED_UP = """
 """
 
 HISTOGRAM_SCRATCH = """
-    SELECT t.agent, t.status,
+    SELECT t.agent, t.status, 'latency' AS kind,
            conveyor_log_bucket(extract(epoch FROM t.finished_at - t.created_at) * 1000) AS bucket,
            count(*) AS tasks
     FROM tasks t WHERE t.status IN ('completed', 'failed', 'cancelled')
-    GROUP BY 1, 2, 3
+    GROUP BY 1, 2, 3, 4
+    UNION ALL
+    SELECT t.agent, t.status, 'cost',
+           conveyor_log_bucket(coalesce((SELECT sum(coalesce(a.llm_cost_usd, 0)
+                                                    + coalesce(a.compute_cost_usd, 0))
+                                         FROM task_attempts a WHERE a.task_id = t.id), 0)
+                               * 1e6),
+           count(*)
+    FROM tasks t WHERE t.status IN ('completed', 'failed', 'cancelled')
+    GROUP BY 1, 2, 3, 4
 """
 
 HISTOGRAM_ROLLED = """
-    SELECT agent, status, bucket, sum(tasks) AS tasks FROM task_histograms
-    WHERE grain = %s AND kind = 'latency' GROUP BY 1, 2, 3 HAVING sum(tasks) <> 0
+    SELECT agent, status, kind, bucket, sum(tasks) AS tasks FROM task_histograms
+    WHERE grain = %s GROUP BY 1, 2, 3, 4 HAVING sum(tasks) <> 0
 """
 
 
