@@ -84,6 +84,7 @@ class Outcome:
     started_after: float = 0.0  # seconds the claimed task waited in the worker's buffer
     trace_id: str | None = None
     llm_cost_usd: float | None = None
+    compute_usd_per_hour: float | None = None  # None: the rate on the agent's row
     agent: str | None = None  # for the worker's own bookkeeping (throttling); not written
 
 
@@ -558,6 +559,7 @@ def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
         "started_after": [o.started_after for o in outcomes],
         "trace_ids": [o.trace_id for o in outcomes],
         "llm_costs": [o.llm_cost_usd for o in outcomes],
+        "compute_rates": [o.compute_usd_per_hour for o in outcomes],
     }
 
 

@@ -108,6 +108,11 @@ class Worker:
         self.sweeper: Sweeper | None = None
         self.pruner: Pruner | None = None
         self.pricer = Pricer(parse_prices(self.settings.llm_prices))
+        # The rates the App registers (see AgentSpec.registration), sent with outcomes.
+        self._compute_rates = {
+            name: spec.registration(self.settings.compute_usd_per_hour).compute_usd_per_hour
+            for name, spec in self.specs.items()
+        }
         tracing.configure(self.settings)
         # Counters, for tests and logs.
         self.claimed_count = 0
@@ -386,6 +391,7 @@ class Worker:
             attempt=claimed.attempt,
             outcome=kind,
             agent=claimed.agent,
+            compute_usd_per_hour=self._compute_rates.get(claimed.agent),
             **values,
         )
 

@@ -110,32 +110,38 @@ async def _done(app: App, ids: list[int]) -> bool:
     return all([(await app.get_task_async(i)).status == TaskStatus.COMPLETED for i in ids])
 
 
-async def test_swept_and_cancelled_attempts_are_charged_too(app: App, conn: Any) -> None:
-    """Attempts that no worker finishes still get their compute cost, from the database."""
+async def test_swept_cancelled_and_called_back_attempts_are_charged_too(
+    app: App, conn: Any
+) -> None:
+    """Attempts that no worker finishes (swept, cancelled, ended by an external job's
+    callback, which knows no rate) get their compute cost from the agent's row."""
     from conveyor import queue
+    from conveyor.queue import Outcome
 
     app.agent("slow", compute_usd_per_hour=3600.0)(_noop)
     lost = await app.enqueue_async("slow")
     cancelled = await app.enqueue_async("slow")
+    called_back = await app.enqueue_async("slow")
     db = await app.database()
     async with db.connection() as c:
-        claimed = await queue.claim(c, worker_id="w", agents=["slow"], limit=2)
-    assert {t.id for t in claimed} == {lost, cancelled}
+        claimed = await queue.claim(c, worker_id="w", agents=["slow"], limit=3)
+    assert {t.id for t in claimed} == {lost, cancelled, called_back}
     # Backdate: each attempt began 10 s ago, and the first one's lease ran out.
     await conn.execute(
         "UPDATE task_attempts SET started_at = now() - interval '10 seconds' "
         "WHERE task_id = ANY(%s)",
-        ([lost, cancelled],),
+        ([lost, cancelled, called_back],),
     )
     await conn.execute(
         "UPDATE tasks SET lease_expires_at = now() - interval '1 second' WHERE id = %s", (lost,)
     )
     async with db.connection() as c:
         await queue.sweep(c)
+        await queue.finish(c, [Outcome(called_back, 1, "succeeded", result="1")])
     await app.cancel_async(cancelled)
-    for task_id in (lost, cancelled):
+    for task_id in (lost, cancelled, called_back):
         (attempt,) = (await app.get_task_async(task_id)).attempt_history
-        assert attempt.status in {"lost", "cancelled"}
+        assert attempt.status in {"lost", "cancelled", "succeeded"}
         assert 10 <= float(attempt.compute_cost_usd or 0) < 20
 
 

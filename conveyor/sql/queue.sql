@@ -229,9 +229,10 @@ WITH outcome AS (
     FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[], %(outcomes)s::text[],
                 %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
                 %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[],
-                %(started_after)s::float8[], %(trace_ids)s::text[], %(llm_costs)s::numeric[])
+                %(started_after)s::float8[], %(trace_ids)s::text[], %(llm_costs)s::numeric[],
+                %(compute_rates)s::float8[])
          AS o(task_id, attempt, outcome, result, error, retry_delay, model,
-              input_tokens, output_tokens, started_after, trace_id, llm_cost)
+              input_tokens, output_tokens, started_after, trace_id, llm_cost, compute_rate)
 ), decided AS (
     SELECT o.*,
            CASE
@@ -281,19 +282,21 @@ WITH outcome AS (
         output_tokens = coalesce(a.output_tokens, o.output_tokens),
         trace_id = coalesce(a.trace_id, o.trace_id),
         llm_cost_usd = coalesce(a.llm_cost_usd, o.llm_cost),
-        -- Wall time from the agent's start (as above) to now, at the agent's rate. A late
-        -- outcome keeps the cost written when its attempt ended (sweep, cancel).
+        -- Wall time from the agent's start (as above) to now, at the agent's rate: the
+        -- worker sends it (one join less on the hot path); others (a callback) leave it
+        -- NULL and the agent's row gives it. A late outcome keeps the cost written when
+        -- its attempt ended (sweep, cancel).
         compute_cost_usd = CASE
             WHEN e.id IS NULL THEN a.compute_cost_usd
-            ELSE conveyor_compute_cost(a.started_at + make_interval(secs => o.started_after),
-                                       clock_timestamp(), g.compute_usd_per_hour)
+            ELSE conveyor_compute_cost(
+                a.started_at + make_interval(secs => o.started_after), clock_timestamp(),
+                coalesce(o.compute_rate, (SELECT g.compute_usd_per_hour FROM agents g
+                                          WHERE g.name = a.agent)))
         END
     FROM outcome o
     LEFT JOIN ended e ON e.id = o.task_id
-    CROSS JOIN agents g
     WHERE a.task_id = o.task_id
       AND a.attempt = o.attempt
-      AND g.name = a.agent
       AND (e.id IS NOT NULL OR a.status IN ('lost', 'cancelled'))
     RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied
 )
