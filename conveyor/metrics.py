@@ -177,9 +177,7 @@ async def summary(conn: Connection, filters: Filters) -> dict[str, Any]:
     params = _params(filters, span)
     finished = await (await conn.execute(Q.rollups_by_agent_status, params)).fetchall()
     live = await (await conn.execute(Q.live_by_agent_status, params)).fetchall()
-    latency_rows = await (
-        await conn.execute(Q.histogram, {**params, **_no_groups(), "kind": "latency"})
-    ).fetchall()
+    latency_rows = await _histogram(conn, filters, {**params, **_no_groups()}, "latency", [])
     series = await _series(conn, filters, span, now)
     limits = await queue.agent_limits(conn)
 
@@ -261,6 +259,24 @@ def _buckets(rows: Iterable[Mapping[str, Any]]) -> dict[int, int]:
     for row in rows:
         counts[int(row["bucket"])] += int(row["tasks"])
     return counts
+
+
+async def _histogram(
+    conn: Connection,
+    filters: Filters,
+    params: dict[str, Any],
+    kind: str,
+    group_by: Sequence[str],
+) -> list[Any]:
+    """A histogram's buckets: from the per-agent histograms when neither tenant nor status
+    filters or groups the request (the dashboard's usual questions), else the full ones."""
+    coarse = (
+        filters.tenant is None
+        and filters.status is None
+        and not {"tenant", "status"} & set(group_by)
+    )
+    query = Q.histogram_by_agent if coarse else Q.histogram
+    return await (await conn.execute(query, {**params, "kind": kind})).fetchall()
 
 
 def _no_groups() -> dict[str, bool]:
@@ -361,12 +377,11 @@ _SUMMED = ("tasks", "attempts", "input_tokens", "output_tokens", "llm_usd", "com
 async def _costs_from_rollups(
     conn: Connection, params: dict[str, Any], group_by: Sequence[str]
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    filters = Filters(tenant=params["tenant"], status=params["status"])
     finished = await (await conn.execute(Q.costs_rollups, params)).fetchall()
     live = await (await conn.execute(Q.costs_live, params)).fetchall()
-    grouped = await (await conn.execute(Q.histogram, {**params, "kind": "cost"})).fetchall()
-    overall = await (
-        await conn.execute(Q.histogram, {**params, **_no_groups(), "kind": "cost"})
-    ).fetchall()
+    grouped = await _histogram(conn, filters, params, "cost", group_by)
+    overall = await _histogram(conn, filters, {**params, **_no_groups()}, "cost", [])
 
     acc: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in [*finished, *live]:
@@ -396,7 +411,10 @@ async def _costs_from_rollups(
 async def _costs_from_rows(
     conn: Connection, params: dict[str, Any], group_by: Sequence[str]
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    result = await (await conn.execute(Q.costs_by_model, params)).fetchall()
+    async with conn.transaction():
+        # A large plan would be JIT-compiled first, which costs more than it saves here.
+        await conn.execute("SET LOCAL jit = off")
+        result = await (await conn.execute(Q.costs_by_model, params)).fetchall()
     rows, totals = [], None
     for row in sorted(result, key=lambda r: _sort_key(_key(r, group_by))):
         if row["is_total"]:

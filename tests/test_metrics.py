@@ -320,6 +320,15 @@ HISTOGRAM_ROLLED = """
     WHERE grain = %s GROUP BY 1, 2, 3, 4 HAVING sum(tasks) <> 0
 """
 
+BY_AGENT_SCRATCH = (
+    "SELECT agent, kind, bucket, sum(tasks) FROM (" + HISTOGRAM_SCRATCH + ") s GROUP BY 1, 2, 3"
+)
+
+BY_AGENT_ROLLED = """
+    SELECT agent, kind, bucket, sum(tasks) FROM task_histograms_by_agent
+    WHERE grain = %s GROUP BY 1, 2, 3 HAVING sum(tasks) <> 0
+"""
+
 
 async def _rows(conn: Any, query: str, *args: Any) -> set[tuple[Any, ...]]:
     cur = await conn.execute(query, args or None)
@@ -414,6 +423,7 @@ async def test_rollups_equal_a_from_scratch_aggregate_after_a_concurrent_workloa
     for grain in ("d", "h"):
         assert await _rows(conn, ROLLED_UP, grain) == expected, grain
         assert await _rows(conn, HISTOGRAM_ROLLED, grain) == await _rows(conn, HISTOGRAM_SCRATCH)
+        assert await _rows(conn, BY_AGENT_ROLLED, grain) == await _rows(conn, BY_AGENT_SCRATCH)
 
     # Pruning deletes the rows but keeps their history in the rollups.
     before = await _rows(conn, ROLLED_UP, "d")
@@ -433,9 +443,11 @@ async def test_rebuild_gives_what_the_triggers_kept(app: App, conn: Any) -> None
     await known_set(app, conn)
     kept = await _rows(conn, ROLLED_UP, "h")
     hist = await _rows(conn, HISTOGRAM_ROLLED, "d")
+    by_agent = await _rows(conn, BY_AGENT_ROLLED, "h")
     await conn.execute("SELECT conveyor_rebuild_rollups()")
     assert await _rows(conn, ROLLED_UP, "h") == kept
     assert await _rows(conn, HISTOGRAM_ROLLED, "d") == hist
+    assert await _rows(conn, BY_AGENT_ROLLED, "h") == by_agent
 
 
 # ---------------------------------------------------------------------------------------

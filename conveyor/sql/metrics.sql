@@ -30,14 +30,20 @@ HAVING sum(r.tasks) <> 0 OR sum(r.attempts) <> 0;
 
 -- name: live_by_agent_status
 -- Enqueued and processing tasks, exact, with the usage of the attempts they already had
--- (retries): from the partial indexes of the queue, and the attempts' (task_id, attempt)
--- index only for tasks that have attempts.
+-- (retries). One branch per status, so that each reads its partial index of the queue
+-- (tasks_dequeue_idx, tasks_processing_idx): a condition `status IN (...)` matches
+-- neither index's predicate and would scan the table. Attempts are looked up by
+-- (task_id, attempt) only for tasks that have some.
 SELECT t.agent, t.status, count(*) AS tasks, coalesce(sum(u.attempts), 0)::bigint AS attempts,
        coalesce(sum(u.throttled), 0)::bigint AS throttled,
        coalesce(sum(u.input_tokens), 0)::bigint AS input_tokens,
        coalesce(sum(u.output_tokens), 0)::bigint AS output_tokens,
        coalesce(sum(u.llm_usd), 0) AS llm_usd, coalesce(sum(u.compute_usd), 0) AS compute_usd
-FROM tasks t
+FROM (
+    SELECT id, agent, status, attempts, tenant, created_at FROM tasks WHERE status = 'enqueued'
+    UNION ALL
+    SELECT id, agent, status, attempts, tenant, created_at FROM tasks WHERE status = 'processing'
+) t
 LEFT JOIN LATERAL (
     SELECT count(*) AS attempts, count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
            sum(a.input_tokens) AS input_tokens, sum(a.output_tokens) AS output_tokens,
@@ -45,8 +51,7 @@ LEFT JOIN LATERAL (
     FROM task_attempts a
     WHERE a.task_id = t.id AND t.attempts > 0
 ) u ON true
-WHERE t.status IN ('enqueued', 'processing')
-  AND (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
+WHERE (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
   AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
   AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
@@ -71,6 +76,25 @@ WHERE h.kind = %(kind)s
   AND (%(agent)s::text IS NULL OR h.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR h.tenant = %(tenant)s)
   AND (%(status)s::text IS NULL OR h.status = %(status)s)
+GROUP BY 1, 2, 3, 4, 5
+HAVING sum(h.tasks) <> 0;
+
+-- name: histogram_by_agent
+-- The same from the histograms without tenant and status, for requests that filter and
+-- group by neither (the dashboard's usual ones): a few hundred times fewer rows.
+SELECT CASE WHEN %(by_agent)s THEN h.agent END AS agent,
+       NULL::text AS tenant,
+       CASE WHEN %(by_day)s THEN date_trunc('day', h.period, 'UTC') END AS day,
+       NULL::text AS status,
+       h.bucket, sum(h.tasks)::bigint AS tasks
+FROM task_histograms_by_agent h
+WHERE h.kind = %(kind)s
+  AND ((h.grain = 'd' AND %(days)s
+        AND (%(d0)s::timestamptz IS NULL OR h.period >= %(d0)s)
+        AND (%(d1)s::timestamptz IS NULL OR h.period < %(d1)s))
+       OR (h.grain = 'h' AND h.period >= %(ha0)s AND h.period < %(ha1)s)
+       OR (h.grain = 'h' AND h.period >= %(hb0)s AND h.period < %(hb1)s))
+  AND (%(agent)s::text IS NULL OR h.agent = %(agent)s)
 GROUP BY 1, 2, 3, 4, 5
 HAVING sum(h.tasks) <> 0;
 
@@ -114,7 +138,8 @@ GROUP BY 1, 2, 3, 4
 HAVING sum(r.tasks) <> 0 OR sum(r.attempts) <> 0;
 
 -- name: costs_live
--- Costs of enqueued and processing tasks (those retried), grouped the same way.
+-- Costs of enqueued and processing tasks (those retried), grouped the same way; read as in
+-- live_by_agent_status.
 SELECT CASE WHEN %(by_agent)s THEN t.agent END AS agent,
        CASE WHEN %(by_tenant)s THEN coalesce(t.tenant, '') END AS tenant,
        CASE WHEN %(by_day)s THEN date_trunc('day', t.created_at, 'UTC') END AS day,
@@ -123,7 +148,11 @@ SELECT CASE WHEN %(by_agent)s THEN t.agent END AS agent,
        coalesce(sum(u.input_tokens), 0)::bigint AS input_tokens,
        coalesce(sum(u.output_tokens), 0)::bigint AS output_tokens,
        coalesce(sum(u.llm_usd), 0) AS llm_usd, coalesce(sum(u.compute_usd), 0) AS compute_usd
-FROM tasks t
+FROM (
+    SELECT id, agent, status, attempts, tenant, created_at FROM tasks WHERE status = 'enqueued'
+    UNION ALL
+    SELECT id, agent, status, attempts, tenant, created_at FROM tasks WHERE status = 'processing'
+) t
 LEFT JOIN LATERAL (
     SELECT count(*) AS attempts, sum(a.input_tokens) AS input_tokens,
            sum(a.output_tokens) AS output_tokens, sum(a.llm_cost_usd) AS llm_usd,
@@ -131,8 +160,7 @@ LEFT JOIN LATERAL (
     FROM task_attempts a
     WHERE a.task_id = t.id AND t.attempts > 0
 ) u ON true
-WHERE t.status IN ('enqueued', 'processing')
-  AND (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
+WHERE (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
   AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
   AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
@@ -140,30 +168,37 @@ WHERE t.status IN ('enqueued', 'processing')
 GROUP BY 1, 2, 3, 4;
 
 -- name: costs_by_model
--- Costs per model are per attempt, which the rollups do not keep: read from the rows
--- (tasks by the BRIN index on created_at, their attempts by (task_id, attempt)). Tasks
--- count once per group they spent in; those without attempts are in no model's group.
--- The history of pruned tasks is not here. GROUPING SETS add the totals row.
+-- Costs per model are per attempt, which the rollups do not keep: read from the rows.
+-- Tasks come by the BRIN index on created_at, and each task's attempts by (task_id,
+-- attempt) in a LATERAL subquery: index probes for the tasks in range, rather than a hash
+-- join that reads all the attempts. A task counts once in each model's group it spent in;
+-- tasks without attempts are in no group. The history of pruned tasks is not here.
+-- GROUPING SETS add the totals row.
 WITH per_task AS (
+    -- One row per task, or per task and model when grouped by model.
     SELECT CASE WHEN %(by_agent)s THEN t.agent END AS agent,
            CASE WHEN %(by_tenant)s THEN coalesce(t.tenant, '') END AS tenant,
            CASE WHEN %(by_day)s THEN date_trunc('day', t.created_at, 'UTC') END AS day,
            CASE WHEN %(by_status)s THEN t.status END AS status,
-           CASE WHEN %(by_model)s THEN a.model END AS model,
-           t.id, count(*) AS attempts,
-           coalesce(sum(a.input_tokens), 0) AS input_tokens,
-           coalesce(sum(a.output_tokens), 0) AS output_tokens,
-           coalesce(sum(a.llm_cost_usd), 0) AS llm_usd,
-           coalesce(sum(a.compute_cost_usd), 0) AS compute_usd
+           u.model, u.attempts, u.input_tokens, u.output_tokens, u.llm_usd, u.compute_usd
     FROM tasks t
-    JOIN task_attempts a ON a.task_id = t.id
-    WHERE (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN %(by_model)s THEN a.model END AS model, count(*) AS attempts,
+               coalesce(sum(a.input_tokens), 0) AS input_tokens,
+               coalesce(sum(a.output_tokens), 0) AS output_tokens,
+               coalesce(sum(a.llm_cost_usd), 0) AS llm_usd,
+               coalesce(sum(a.compute_cost_usd), 0) AS compute_usd
+        FROM task_attempts a
+        WHERE a.task_id = t.id
+          AND (%(model)s::text IS NULL OR a.model = %(model)s)
+        GROUP BY 1
+    ) u
+    WHERE t.attempts > 0
+      AND (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
       AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
       AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
       AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
       AND (%(status)s::text IS NULL OR t.status = %(status)s)
-      AND (%(model)s::text IS NULL OR a.model = %(model)s)
-    GROUP BY 1, 2, 3, 4, 5, t.id
 )
 SELECT agent, tenant, day, status, model, grouping(agent, tenant, day, status, model) <> 0
        AS is_total,
@@ -186,7 +221,7 @@ GROUP BY r.agent, r.status;
 
 -- name: prometheus_latency
 SELECT h.agent, h.bucket, sum(h.tasks)::bigint AS tasks
-FROM task_histograms h
+FROM task_histograms_by_agent h
 WHERE h.grain = 'd' AND h.kind = 'latency'
 GROUP BY h.agent, h.bucket
 HAVING sum(h.tasks) <> 0
