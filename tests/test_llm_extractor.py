@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conveyor import App, Task, TaskStatus
+from conveyor import App, Task, TaskStatus, Throttled
 from conveyor.agents.documents import declare_document_agents
 from conveyor.agents.llm import extract_llm, merge, overhead_tokens
 from conveyor.documents.samples import make_contract, make_invoice, scanned
@@ -147,6 +147,31 @@ async def test_a_value_the_document_does_not_print_scores_low() -> None:
     assert result.fields["total"] == 0.95 and result.fields["issue_date"] == 0.95
     assert result.confidence < 0.9
     assert any("not printed in the document" in n and "vendor.name" in n for n in result.notes)
+
+
+async def test_a_throttled_chunk_ends_the_attempt_and_its_other_requests() -> None:
+    contract = make_contract(6, pages=12)
+    simulator = Simulator(
+        rpm=1, window_seconds=60, responder=TruthResponder(_truth(contract)), base_latency=0.2
+    )
+    async with simulator.serving() as url:
+        client = LLMClient(model="sim", base_url=f"{url}/v1")
+        task = a_task()
+        try:
+            with pytest.raises(Throttled) as caught:
+                await extract_llm(
+                    client,
+                    task,
+                    extract_text(contract.pdf),
+                    "contract",
+                    name=contract.name,
+                    chunk_tokens=3000,
+                )
+        finally:
+            await client.aclose()
+    assert caught.value.retry_after is not None and caught.value.retry_after > 30
+    admitted = [e for e in simulator.log() if e.status == 200]
+    assert len(admitted) <= 1 and task.usage.calls <= 1
 
 
 def test_invoice_parts_merge_header_first_and_lines_concatenated() -> None:

@@ -277,7 +277,16 @@ async def extract_llm(
             )
         return answer.model_dump(mode="json")
 
-    parts = list(await asyncio.gather(*(ask(c) for c in chunks)))
+    asked = [asyncio.ensure_future(ask(c)) for c in chunks]
+    try:
+        parts = list(await asyncio.gather(*asked))
+    except BaseException:
+        # One chunk failed (a 429, an outage): the attempt is over, so are its other
+        # requests; none may go on reporting usage to an attempt that has ended.
+        for future in asked:
+            future.cancel()
+        await asyncio.gather(*asked, return_exceptions=True)
+        raise
     merged = merge(doc_type, parts)
     data = model.model_validate(merged.data) if parts else model()
     for where, values in merged.disagreements.items():
