@@ -188,6 +188,21 @@ def test_invoice_parts_merge_header_first_and_lines_concatenated() -> None:
     assert merged.disagreements == {"number": ["A-1", "B-9"]}
 
 
+def test_a_disagreement_is_settled_by_the_value_the_text_shows() -> None:
+    from conveyor.agents.grounding import Evidence
+    from conveyor.agents.llm import _settle
+
+    parts = [{"number": "A-7", "total": "99.00"}, {"number": "A-7", "total": "120.50"}]
+    merged = merge("invoice", parts)
+    evidence = Evidence.of("Invoice A-7\nTotal due 120,50 EUR")
+    assert _settle(merged, "total", merged.disagreements["total"], evidence) == "120.50"
+    assert merged.data["total"] == "120.50" and not merged.disagreements
+    both = merge("invoice", [{"total": "99.00"}, {"total": "120.50"}])
+    shows_both = Evidence.of("Subtotal 99.00 Total 120.50")
+    assert _settle(both, "total", both.disagreements["total"], shows_both) is None
+    assert both.data["total"] == "99.00"  # the first stays, still disputed
+
+
 def test_contract_parts_merge_first_value_and_parties_once() -> None:
     parts = [
         {"parties": [{"name": "Acme Ltd.", "role": None}], "term_months": None},

@@ -288,16 +288,23 @@ async def extract_llm(
         await asyncio.gather(*asked, return_exceptions=True)
         raise
     merged = merge(doc_type, parts)
-    data = model.model_validate(merged.data) if parts else model()
-    for where, values in merged.disagreements.items():
-        shown = ", ".join(repr(v) for v in values[:3])
-        notes.append(f"parts of the document disagree on {where} ({shown}); kept the first")
-    if len(chunks) > 1:
-        notes.append(f"read in {len(chunks)} requests")
     # What the model read from images cannot be checked against the text layer.
     evidence = None
     if document.text.strip() and not read_images:
         evidence = await asyncio.to_thread(Evidence.of, document.text)
+    for where, values in list(merged.disagreements.items()):
+        shown = ", ".join(repr(v) for v in values[:3])
+        settled = _settle(merged, where, values, evidence)
+        if settled is None:
+            notes.append(f"parts of the document disagree on {where} ({shown}); kept the first")
+        else:
+            notes.append(
+                f"parts of the document disagree on {where} ({shown}); kept {settled!r}, "
+                "the only one the text shows"
+            )
+    if len(chunks) > 1:
+        notes.append(f"read in {len(chunks)} requests")
+    data = model.model_validate(merged.data) if parts else model()
     answer = data.model_dump(mode="json")
     fields = field_confidences(doc_type, answer, merged.disagreements, evidence)
     unseen = [w for w, score in fields.items() if score == UNGROUNDED]
@@ -372,6 +379,23 @@ def _merge_into(
             seen = merged.disagreements.setdefault(where, [current])
             if value not in seen:
                 seen.append(value)
+
+
+def _settle(merged: _Merged, where: str, values: list[Any], evidence: Evidence | None) -> Any:
+    """Settle a disagreement by the text: if exactly one of the values is printed in the
+    document, it wins and the field is no longer disputed. Else None (the first stays)."""
+    if evidence is None:
+        return None
+    shown = [v for v in values if grounded(where, v, evidence) is True]
+    if len(shown) != 1:
+        return None
+    *parents, leaf = where.split(".")
+    node = merged.data
+    for key in parents:
+        node = node[key]
+    node[leaf] = shown[0]
+    del merged.disagreements[where]
+    return shown[0]
 
 
 def _merge_list(where: str, current: list[Any], new: list[Any]) -> list[Any]:
