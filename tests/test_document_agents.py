@@ -138,3 +138,59 @@ def test_token_estimates_grow_with_the_document_and_are_zero_offline(
     assert app.agents["invoice"].estimate_tokens({"pages": 3}) == 0  # offline: no tokens
     app.settings = dataclasses.replace(settings, llm_model="gpt-4o-mini")
     assert app.agents["contract"].estimate_tokens({"pages": 3}) > 0  # type: ignore[misc]
+
+
+async def test_a_picture_is_read_by_a_vision_model_and_refused_without_one(
+    settings: Settings, tmp_path: Path
+) -> None:
+    import base64
+    import json
+
+    from conveyor.agents.llm import render_pages
+    from conveyor.llm.answers import TruthResponder
+    from conveyor.llm.protocol import ChatCompletionRequest, ImagePart
+    from conveyor.llm.simulator import Simulator
+
+    invoice = make_invoice(5)
+    pdf = _file(tmp_path, "scan.pdf", invoice.pdf)
+    (url,) = render_pages(pdf, [1])
+    png = _file(tmp_path, "invoice-0005.png", base64.b64decode(url.split(",", 1)[1]))
+    truth = TruthResponder({"invoice-0005": invoice.truth.model_dump(mode="json")})
+    seen: list[ChatCompletionRequest] = []
+
+    def model(request: ChatCompletionRequest) -> str:
+        seen.append(request)
+        fmt = request.response_format
+        if fmt and fmt.json_schema and fmt.json_schema["name"] == "document_type":
+            return json.dumps({"type": "invoice"})
+        return truth(request)
+
+    simulator = Simulator(responder=model, base_latency=0)
+    async with simulator.serving() as base:
+        vision = dataclasses.replace(
+            settings, llm_model="sim-vision", llm_base_url=f"{base}/v1", llm_vision=True
+        )
+        app = App(settings=vision)
+        declare_document_agents(app)
+        try:
+            (read,) = await submit_files(app, [png], agent="document")
+            async with Running(Worker(app, concurrency=1)):
+                await wait_for(lambda: _finished(app, [read.task_id]), what="the picture")
+            app.settings = dataclasses.replace(vision, llm_vision=False)
+            (refused,) = await submit_files(app, [png], agent="invoice")
+            async with Running(Worker(app, concurrency=1)):
+                await wait_for(lambda: _finished(app, [refused.task_id]), what="the refusal")
+            done = await app.get_task_async(read.task_id)
+            failed = await app.get_task_async(refused.task_id)
+        finally:
+            await app.aclose()
+    assert done.status == TaskStatus.COMPLETED, done.error
+    assert done.result["type"] == "invoice"
+    assert done.result["notes"][0] == "classified as invoice by the model"
+    assert done.result["data"]["number"] == invoice.truth.number  # type: ignore[attr-defined]
+    assert all(
+        any(isinstance(p, ImagePart) for p in r.messages[-1].content or [])  # type: ignore[union-attr]
+        for r in seen
+    ), "every request carries the picture"
+    assert failed.status == TaskStatus.FAILED and failed.attempts == 1
+    assert failed.error is not None and "is a picture (image/png)" in failed.error

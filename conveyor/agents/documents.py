@@ -6,8 +6,9 @@
 `invoice` and `contract` extract that type; `document` classifies first (by the words of
 its first pages) and extracts what it found, or generic key-value pairs when unsure. They
 read the payload that `conveyor submit FILE --agent invoice` and `POST /api/documents`
-make: `sha256` names the file in the document store under CONVEYOR_HOME, `name` and
-`pages` describe it.
+make: `sha256` names the file in the document store under CONVEYOR_HOME, `name`,
+`media_type` and `pages` describe it. A picture of a document (PNG, JPEG, GIF, WebP) is
+read only by a vision model (CONVEYOR_LLM_VISION=1); without one it fails, saying so.
 
 Which extractor: the LLM extractor (`conveyor.agents.llm`) when CONVEYOR_LLM_MODEL is set,
 otherwise the offline one (`conveyor.agents.offline`: rules, no network, no key). The
@@ -23,15 +24,17 @@ CPU-bound and must not stall the worker's event loop.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conveyor.agents.llm import estimate_tokens, extract_llm
+from conveyor.agents.llm import classify_image, estimate_tokens, extract_llm
 from conveyor.app import App
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.sniff import PDF
 from conveyor.documents.storage import DocumentStore
+from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import Extraction
 from conveyor.errors import PermanentFailure
 from conveyor.llm.client import LLMClient
@@ -40,6 +43,7 @@ from conveyor.task import Task
 AGENTS = {"invoice": "invoice", "contract": "contract", "document": None}
 """Agent name -> the document type it extracts (None: classify first)."""
 
+VISION_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}  # what models take
 LEASE_SECONDS = 120.0  # renewed while it runs; the lease only bounds how long a crash hides
 
 
@@ -62,9 +66,6 @@ class DocumentAgents:
                 "(submit files with `conveyor submit FILE --agent AGENT` or POST /api/documents)"
             )
         sha256 = payload["sha256"]
-        media_type = payload.get("media_type")
-        if media_type not in (None, PDF):
-            raise PermanentFailure(f"the document agents read PDFs; this document is {media_type}")
         store = DocumentStore.for_settings(self.app.settings)
         try:
             path = store.path_of(sha256)
@@ -83,6 +84,9 @@ class DocumentAgents:
         from conveyor.documents.text import extract_text
 
         path, name = self.document_path(task.payload)
+        media_type = task.payload.get("media_type") or PDF
+        if media_type != PDF:
+            return await self.extract_image(task, doc_type, path, name, media_type)
         try:
             text = await asyncio.to_thread(extract_text, path, name=name)
         except UnreadableDocument as exc:
@@ -108,6 +112,45 @@ class DocumentAgents:
         if doc_type is None:
             extraction.notes.insert(0, f"classified as {kind} by the words of its first pages")
         return extraction.model_dump(mode="json")
+
+    async def extract_image(
+        self, task: Task, doc_type: str | None, path: Path, name: str | None, media_type: str
+    ) -> dict[str, Any]:
+        """A picture of a document: only a vision model reads it (there is no text)."""
+        client = self.client()
+        if client is None or not client.vision or media_type not in VISION_TYPES:
+            if media_type not in VISION_TYPES:
+                why = f"models take PNG, JPEG, GIF and WebP, not {media_type}"
+            else:
+                why = (
+                    "it needs a model that reads images: CONVEYOR_LLM_MODEL, CONVEYOR_LLM_VISION=1"
+                )
+            await _close(client)
+            raise PermanentFailure(f"this document is a picture ({media_type}): {why}")
+        data = await asyncio.to_thread(path.read_bytes)
+        url = f"data:{media_type};base64,{base64.b64encode(data).decode()}"
+        page = PageText(number=1, text="", has_text_layer=False, chars=0)
+        try:
+            kind = doc_type or await classify_image(client, task, url)
+            extraction = await extract_llm(
+                client,
+                task,
+                DocumentText(pages=[page], name=name),
+                kind,
+                page_images={1: url},
+                name=name or f"document {path.name[:12]}",
+                chunk_tokens=self.app.settings.llm_chunk_tokens,
+            )
+        finally:
+            await client.aclose()
+        if doc_type is None:
+            extraction.notes.insert(0, f"classified as {kind} by the model")
+        return extraction.model_dump(mode="json")
+
+
+async def _close(client: LLMClient | None) -> None:
+    if client is not None:
+        await client.aclose()
 
 
 def declare_document_agents(app: App, *, names: dict[str, str | None] | None = None) -> None:

@@ -39,7 +39,9 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from conveyor.agents.grounding import Evidence, grounded
 from conveyor.documents.text import DocumentText, PageText
@@ -230,11 +232,14 @@ async def extract_llm(
     doc_type: str,
     *,
     pdf: Path | None = None,
+    page_images: dict[int, str] | None = None,
     name: str | None = None,
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
     parallel: int = PARALLEL_REQUESTS,
 ) -> Extraction:
-    """Extract a `doc_type` ("invoice", "contract", "generic") from the document's pages."""
+    """Extract a `doc_type` ("invoice", "contract", "generic") from the document's pages.
+    Scanned pages are rendered from `pdf`, or taken from `page_images` (page number ->
+    data: URL) for a document that is an image."""
     model = model_for(doc_type)
     schema = json_schema(doc_type)
     room = chunk_tokens - overhead_tokens(doc_type)
@@ -246,10 +251,13 @@ async def extract_llm(
     chunks = chunk_text_pages(document.pages, room)
     notes: list[str] = []
     scanned = document.scanned_pages
-    read_images = bool(scanned and client.vision and pdf is not None)
+    read_images = bool(scanned and client.vision and (pdf is not None or page_images))
     if read_images:
-        assert pdf is not None
-        images = await asyncio.to_thread(render_pages, pdf, scanned)
+        if page_images:
+            images = [page_images[n] for n in scanned]
+        else:
+            assert pdf is not None
+            images = await asyncio.to_thread(render_pages, pdf, scanned)
         for i in range(0, len(scanned), IMAGES_PER_REQUEST):
             chunks.append(
                 Chunk(
@@ -349,6 +357,29 @@ def _messages(name: str, doc_type: str, pages: int, chunk: Chunk) -> list[dict[s
     content: list[dict[str, Any]] = [{"type": "text", "text": f"{intro} Scanned pages:"}]
     content += [{"type": "image_url", "image_url": {"url": url}} for url in chunk.images]
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
+
+
+class _Kind(BaseModel):
+    type: Literal["invoice", "contract", "generic"]
+
+
+async def classify_image(client: LLMClient, task: Task | None, image_url: str) -> str:
+    """The document type of a picture of a document, asked of a vision model."""
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "What is this document: an invoice, a contract, or something "
+                    "else (generic)?",
+                },
+                {"type": "image_url", "image_url": {"url": image_url}},
+            ],
+        }
+    ]
+    answer = await client.extract(task, messages, _Kind, name="document_type")
+    return answer.type
 
 
 # ---------------------------------------------------------------------------- merging
