@@ -3,6 +3,7 @@
     python benchmarks/gen_dataset.py URL                       # a million tasks, once
     python benchmarks/bench_dashboard.py URL [--runs 15]       # query times + EXPLAIN ANALYZE
     python benchmarks/bench_dashboard.py --drain [--repeats 3] # drain rate, triggers on/off
+    python benchmarks/bench_dashboard.py --statement           # claim/finish, triggers on/off
 
 Query times are those of the functions behind GET /api/metrics and GET /api/costs
 (conveyor.metrics.summary and .costs) on one warm connection: the SQL and the Python that
@@ -13,6 +14,9 @@ reported. Then EXPLAIN (ANALYZE, BUFFERS) of the main statements, trimmed.
 workload as bench_queue.py's drain (no-op tasks, real `conveyor worker` processes, 2
 processes at concurrency 16, timed in the agents), in a fresh database per run (created
 and dropped here), the triggers disabled for the runs without them; repeats interleaved.
+On a busy machine the drain rate varies by more than the triggers cost, so --statement
+also times the two statements the triggers add work to, alone on one connection, with and
+without them, alternating round by round: the median difference is their cost.
 """
 
 from __future__ import annotations
@@ -229,17 +233,103 @@ async def drain(server: str, repeats: int, tasks: int) -> None:
     print(f"\nratio with/without: {with_ / without:.3f}")
 
 
+async def statement_cost(server: str, rounds: int) -> None:
+    """The finish statement (1 and 16 outcomes) and the claim, timed alone on one
+    connection, with and without the rollup triggers, interleaved round by round."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    from bench_queue import Databases
+
+    from conveyor import App, NewTask, queue
+    from conveyor.settings import Settings
+
+    databases = Databases(server)
+    url = databases.create("statement")
+    app = App(settings=Settings(database_url=url))
+
+    async def never(task: Any) -> None:
+        raise AssertionError("nothing runs here")
+
+    app.agent("noop", compute_usd_per_hour=0.05)(never)
+    times: dict[tuple[str, str], list[float]] = {}
+    try:
+        await app.database()
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, row_factory=dict_row)
+        async with conn:
+            for n in range(rounds):
+                variants = ["with", "without"] if n % 2 == 0 else ["without", "with"]
+                for variant in variants:
+                    action = "ENABLE" if variant == "with" else "DISABLE"
+                    for table, trigger in ROLLUP_TRIGGERS:
+                        await conn.execute(f"ALTER TABLE {table} {action} TRIGGER {trigger}")
+                    # ALTER TABLE invalidates every cached plan on the table: the first
+                    # round after a switch re-plans, and is not counted.
+                    for repeat in range(6):
+                        for size in (1, 16):
+                            await app.enqueue_many_async(
+                                [NewTask("noop", {"n": i}, tenant="acme") for i in range(size)]
+                            )
+                            started = time.perf_counter()
+                            claimed = await queue.claim(
+                                conn, worker_id="w", agents=["noop"], limit=size
+                            )
+                            claimed_at = time.perf_counter()
+                            await queue.finish(conn, [_outcome(t) for t in claimed])
+                            done = time.perf_counter()
+                            if repeat == 0:
+                                continue
+                            times.setdefault((f"claim {size}", variant), []).append(
+                                (claimed_at - started) * 1000
+                            )
+                            times.setdefault((f"finish {size}", variant), []).append(
+                                (done - claimed_at) * 1000
+                            )
+    finally:
+        await app.aclose()
+        databases.drop_all()
+    print(f"\n| statement ({rounds} x 5 each) | with triggers, ms | without, ms | ratio |")
+    print("|---|---:|---:|---:|")
+    for what in ("claim 1", "finish 1", "claim 16", "finish 16"):
+        with_ = statistics.median(times[what, "with"])
+        without = statistics.median(times[what, "without"])
+        print(f"| {what} | {with_:.2f} | {without:.2f} | {with_ / without:.2f} |")
+
+
+def _outcome(task: Any) -> Any:
+    from conveyor.queue import Outcome
+
+    return Outcome(
+        task.id,
+        task.attempt,
+        "succeeded",
+        result='{"confidence": 1}',
+        model="m",
+        input_tokens=100,
+        output_tokens=10,
+        llm_cost_usd=0.001,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("url", nargs="?", help="a database filled by gen_dataset.py")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--drain", action="store_true", help="measure the drain rate instead")
+    parser.add_argument(
+        "--statement",
+        action="store_true",
+        help="time the claim and finish statements with and without the triggers",
+    )
+    parser.add_argument("--rounds", type=int, default=200, help="rounds of --statement")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=8000, help="tasks per drain run")
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432")
     args = parser.parse_args()
     if args.drain:
         asyncio.run(drain(args.server, args.repeats, args.tasks))
+    elif args.statement:
+        asyncio.run(statement_cost(args.server, args.rounds))
     elif args.url:
         asyncio.run(query_times(args.url, args.runs))
     else:

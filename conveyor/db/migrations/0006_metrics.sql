@@ -97,79 +97,78 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                 THEN (result ->> 'confidence')::double precision END
 $$;
 
--- Add signed changes to the rollups, at both grains. One element per changed task; the
--- caller has applied the sign. Rows are upserted in key order, so that two statements never
--- lock the same rows in opposite orders (no deadlock between workers of one shard), and
--- changes that cancel out write nothing.
-CREATE FUNCTION conveyor_rollup_add(
+-- Add signed changes to the rollups and the histograms, at both grains, in ONE statement
+-- (each statement a trigger runs costs the finishing statement time on the queue's hot
+-- path). The p_ arrays hold one element per changed task, sign applied; the h_ arrays one
+-- element per histogram entry: a sign, and the values whose buckets it counts in (NULL:
+-- nothing for that kind), response time in ms and cost in dollars. Rows are upserted in
+-- key order, so that two statements never lock the same rows in opposite orders (no
+-- deadlock between workers of one shard), and changes that cancel out write nothing.
+CREATE FUNCTION conveyor_rollup_apply(
     p_created timestamptz[], p_agent text[], p_tenant text[], p_status text[],
     p_tasks bigint[], p_attempts bigint[], p_throttled bigint[], p_input bigint[],
     p_output bigint[], p_llm numeric[], p_compute numeric[], p_conf_sum double precision[],
-    p_conf_n bigint[]
+    p_conf_n bigint[],
+    h_created timestamptz[], h_agent text[], h_tenant text[], h_status text[],
+    h_sign bigint[], h_ms double precision[], h_usd numeric[]
 ) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO task_rollups AS r (grain, period, agent, tenant, status, shard, tasks, attempts,
-                                   throttled, input_tokens, output_tokens, llm_usd,
-                                   compute_usd, confidence_sum, confidence_n)
-    SELECT g.grain, date_trunc(g.unit, c.created, 'UTC'), c.agent, c.tenant, c.status,
-           (pg_backend_pid() % 8)::smallint,
-           sum(c.tasks), sum(c.attempts), sum(c.throttled), sum(c.input), sum(c.output),
-           sum(c.llm), sum(c.compute), sum(c.conf_sum), sum(c.conf_n)
-    FROM unnest(p_created, p_agent, p_tenant, p_status, p_tasks, p_attempts, p_throttled,
-                p_input, p_output, p_llm, p_compute, p_conf_sum, p_conf_n)
-         AS c(created, agent, tenant, status, tasks, attempts, throttled, input, output, llm,
-              compute, conf_sum, conf_n)
-    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
-    GROUP BY 1, 2, 3, 4, 5
-    HAVING sum(c.tasks) <> 0 OR sum(c.attempts) <> 0 OR sum(c.throttled) <> 0
-        OR sum(c.input) <> 0 OR sum(c.output) <> 0 OR sum(c.llm) <> 0
-        OR sum(c.compute) <> 0 OR sum(c.conf_n) <> 0
-    ORDER BY 1, 2, 3, 4, 5
-    ON CONFLICT (grain, period, agent, tenant, status, shard) DO UPDATE
-    SET tasks = r.tasks + excluded.tasks,
-        attempts = r.attempts + excluded.attempts,
-        throttled = r.throttled + excluded.throttled,
-        input_tokens = r.input_tokens + excluded.input_tokens,
-        output_tokens = r.output_tokens + excluded.output_tokens,
-        llm_usd = r.llm_usd + excluded.llm_usd,
-        compute_usd = r.compute_usd + excluded.compute_usd,
-        confidence_sum = r.confidence_sum + excluded.confidence_sum,
-        confidence_n = r.confidence_n + excluded.confidence_n;
-END $$;
-
--- The same for the histograms: per element a sign, and the values whose buckets it counts
--- in (NULL: nothing for that kind). Response time in ms, cost in dollars.
-CREATE FUNCTION conveyor_histogram_add(
-    p_created timestamptz[], p_agent text[], p_tenant text[], p_status text[],
-    p_sign bigint[], p_ms double precision[], p_usd numeric[]
-) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO task_histograms AS h (grain, kind, period, agent, tenant, status, bucket,
-                                      shard, tasks)
-    SELECT g.grain, v.kind, date_trunc(g.unit, c.created, 'UTC'), c.agent, c.tenant, c.status,
-           conveyor_log_bucket(v.value), (pg_backend_pid() % 8)::smallint, sum(c.sign)
-    FROM unnest(p_created, p_agent, p_tenant, p_status, p_sign, p_ms, p_usd)
-         AS c(created, agent, tenant, status, sign, ms, usd)
-    CROSS JOIN LATERAL (VALUES ('latency', c.ms), ('cost', c.usd * 1e6)) AS v(kind, value)
-    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
-    WHERE v.value IS NOT NULL
-    GROUP BY 1, 2, 3, 4, 5, 6, 7
-    HAVING sum(c.sign) <> 0
-    ORDER BY 1, 2, 3, 4, 5, 6, 7
-    ON CONFLICT (grain, kind, period, agent, tenant, status, bucket, shard) DO UPDATE
-    SET tasks = h.tasks + excluded.tasks;
-
+    WITH rollups AS (
+        INSERT INTO task_rollups AS r (grain, period, agent, tenant, status, shard, tasks,
+                                       attempts, throttled, input_tokens, output_tokens,
+                                       llm_usd, compute_usd, confidence_sum, confidence_n)
+        SELECT g.grain, date_trunc(g.unit, c.created, 'UTC'), c.agent, c.tenant, c.status,
+               (pg_backend_pid() % 8)::smallint,
+               sum(c.tasks), sum(c.attempts), sum(c.throttled), sum(c.input), sum(c.output),
+               sum(c.llm), sum(c.compute), sum(c.conf_sum), sum(c.conf_n)
+        FROM unnest(p_created, p_agent, p_tenant, p_status, p_tasks, p_attempts, p_throttled,
+                    p_input, p_output, p_llm, p_compute, p_conf_sum, p_conf_n)
+             AS c(created, agent, tenant, status, tasks, attempts, throttled, input, output,
+                  llm, compute, conf_sum, conf_n)
+        CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+        GROUP BY 1, 2, 3, 4, 5
+        HAVING sum(c.tasks) <> 0 OR sum(c.attempts) <> 0 OR sum(c.throttled) <> 0
+            OR sum(c.input) <> 0 OR sum(c.output) <> 0 OR sum(c.llm) <> 0
+            OR sum(c.compute) <> 0 OR sum(c.conf_n) <> 0
+        ORDER BY 1, 2, 3, 4, 5
+        ON CONFLICT (grain, period, agent, tenant, status, shard) DO UPDATE
+        SET tasks = r.tasks + excluded.tasks,
+            attempts = r.attempts + excluded.attempts,
+            throttled = r.throttled + excluded.throttled,
+            input_tokens = r.input_tokens + excluded.input_tokens,
+            output_tokens = r.output_tokens + excluded.output_tokens,
+            llm_usd = r.llm_usd + excluded.llm_usd,
+            compute_usd = r.compute_usd + excluded.compute_usd,
+            confidence_sum = r.confidence_sum + excluded.confidence_sum,
+            confidence_n = r.confidence_n + excluded.confidence_n
+    ), entries AS MATERIALIZED (
+        SELECT c.created, c.agent, c.tenant, c.status, c.sign, v.kind,
+               conveyor_log_bucket(v.value) AS bucket
+        FROM unnest(h_created, h_agent, h_tenant, h_status, h_sign, h_ms, h_usd)
+             AS c(created, agent, tenant, status, sign, ms, usd)
+        CROSS JOIN LATERAL (VALUES ('latency', c.ms), ('cost', c.usd * 1e6)) AS v(kind, value)
+        WHERE v.value IS NOT NULL
+    ), histograms AS (
+        INSERT INTO task_histograms AS h (grain, kind, period, agent, tenant, status, bucket,
+                                          shard, tasks)
+        SELECT g.grain, e.kind, date_trunc(g.unit, e.created, 'UTC'), e.agent, e.tenant,
+               e.status, e.bucket, (pg_backend_pid() % 8)::smallint, sum(e.sign)
+        FROM entries e
+        CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+        GROUP BY 1, 2, 3, 4, 5, 6, 7
+        HAVING sum(e.sign) <> 0
+        ORDER BY 1, 2, 3, 4, 5, 6, 7
+        ON CONFLICT (grain, kind, period, agent, tenant, status, bucket, shard) DO UPDATE
+        SET tasks = h.tasks + excluded.tasks
+    )
     INSERT INTO task_histograms_by_agent AS h (grain, kind, period, agent, bucket, shard, tasks)
-    SELECT g.grain, v.kind, date_trunc(g.unit, c.created, 'UTC'), c.agent,
-           conveyor_log_bucket(v.value), (pg_backend_pid() % 8)::smallint, sum(c.sign)
-    FROM unnest(p_created, p_agent, p_sign, p_ms, p_usd) AS c(created, agent, sign, ms, usd)
-    CROSS JOIN LATERAL (VALUES ('latency', c.ms), ('cost', c.usd * 1e6)) AS v(kind, value)
+    SELECT g.grain, e.kind, date_trunc(g.unit, e.created, 'UTC'), e.agent, e.bucket,
+           (pg_backend_pid() % 8)::smallint, sum(e.sign)
+    FROM entries e
     CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
-    WHERE v.value IS NOT NULL
     GROUP BY 1, 2, 3, 4, 5
-    HAVING sum(c.sign) <> 0
+    HAVING sum(e.sign) <> 0
     ORDER BY 1, 2, 3, 4, 5
     ON CONFLICT (grain, kind, period, agent, bucket, shard) DO UPDATE
     SET tasks = h.tasks + excluded.tasks;
@@ -261,11 +260,11 @@ BEGIN
         ) x;
     END IF;
     IF c.created IS NOT NULL THEN
-        PERFORM conveyor_rollup_add(c.created, c.agent, c.tenant, c.status, c.sign, c.attempts,
-                                    c.throttled, c.input, c.output, c.llm, c.compute,
-                                    c.conf_sum, c.conf_n);
-        PERFORM conveyor_histogram_add(c.created, c.agent, c.tenant, c.status, c.sign, c.ms,
-                                       c.usd);
+        PERFORM conveyor_rollup_apply(c.created, c.agent, c.tenant, c.status, c.sign,
+                                      c.attempts, c.throttled, c.input, c.output, c.llm,
+                                      c.compute, c.conf_sum, c.conf_n,
+                                      c.created, c.agent, c.tenant, c.status, c.sign, c.ms,
+                                      c.usd);
     END IF;
     RETURN NULL;
 END $$;
@@ -364,22 +363,21 @@ BEGIN
         WHERE d.throttled <> 0 OR d.input <> 0 OR d.output <> 0 OR d.llm <> 0 OR d.compute <> 0;
     END IF;
     IF c.created IS NOT NULL THEN
-        PERFORM conveyor_rollup_add(c.created, c.agent, c.tenant, c.status,
-                                    array_fill(0::bigint, ARRAY[cardinality(c.created)]),
-                                    c.attempts, c.throttled, c.input, c.output, c.llm,
-                                    c.compute,
-                                    array_fill(0::float8, ARRAY[cardinality(c.created)]),
-                                    array_fill(0::bigint, ARRAY[cardinality(c.created)]));
-        -- The task's cost moves from the bucket of its total before to the one after.
-        PERFORM conveyor_histogram_add(c.created || c.created, c.agent || c.agent,
-                                       c.tenant || c.tenant, c.status || c.status,
-                                       array_fill(-1::bigint, ARRAY[cardinality(c.created)])
-                                       || array_fill(1::bigint, ARRAY[cardinality(c.created)]),
-                                       array_fill(NULL::float8, ARRAY[2 * cardinality(c.created)]),
-                                       (SELECT array_agg(now_usd - usd ORDER BY o)
-                                        FROM unnest(c.usd_now, c.usd) WITH ORDINALITY
-                                             AS u(now_usd, usd, o))
-                                       || c.usd_now);
+        PERFORM conveyor_rollup_apply(
+            c.created, c.agent, c.tenant, c.status,
+            array_fill(0::bigint, ARRAY[cardinality(c.created)]),
+            c.attempts, c.throttled, c.input, c.output, c.llm, c.compute,
+            array_fill(0::float8, ARRAY[cardinality(c.created)]),
+            array_fill(0::bigint, ARRAY[cardinality(c.created)]),
+            -- The task's cost moves from the bucket of its total before to the one after.
+            c.created || c.created, c.agent || c.agent, c.tenant || c.tenant,
+            c.status || c.status,
+            array_fill(-1::bigint, ARRAY[cardinality(c.created)])
+                || array_fill(1::bigint, ARRAY[cardinality(c.created)]),
+            array_fill(NULL::float8, ARRAY[2 * cardinality(c.created)]),
+            (SELECT array_agg(now_usd - usd ORDER BY o)
+             FROM unnest(c.usd_now, c.usd) WITH ORDINALITY AS u(now_usd, usd, o))
+                || c.usd_now);
     END IF;
     RETURN NULL;
 END $$;
