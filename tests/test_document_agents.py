@@ -194,3 +194,32 @@ async def test_a_picture_is_read_by_a_vision_model_and_refused_without_one(
     ), "every request carries the picture"
     assert failed.status == TaskStatus.FAILED and failed.attempts == 1
     assert failed.error is not None and "is a picture (image/png)" in failed.error
+
+
+def test_up_refuses_a_model_it_cannot_call_before_starting_anything(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.processes import ROOT
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "CONVEYOR_LLM_API_KEY"}
+    }
+    env.update(
+        PYTHONPATH=str(ROOT),
+        CONVEYOR_HOME=str(tmp_path),
+        CONVEYOR_LLM_MODEL="gpt-4o-mini",  # OpenAI's own API, and no key for it
+    )
+    env.pop("CONVEYOR_LLM_BASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "conveyor.cli", "up", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "needs an API key" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "postgres").exists(), "no database was started"

@@ -99,7 +99,7 @@ async def test_an_answer_outside_the_schema_is_a_clear_error_and_still_counted()
         client = LLMClient(model="sim-1", base_url=f"{url}/v1")
         task = a_task()
         try:
-            with pytest.raises(LLMAnswerInvalid, match="does not fit the schema.*x"):
+            with pytest.raises(LLMAnswerInvalid, match=r"does not fit the schema.*x"):
                 await client.extract(task, [{"role": "user", "content": "x"}], Point, name="p")
         finally:
             await client.aclose()
@@ -187,3 +187,14 @@ def test_retry_after_prefers_milliseconds_and_ignores_dates() -> None:
     assert retry_after({"retry-after": "3"}) == 3.0
     assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
     assert retry_after({}) is None
+
+
+def test_openais_api_without_a_key_is_a_clear_permanent_error(monkeypatch: Any) -> None:
+    from conveyor.errors import PermanentFailure
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMRequestRefused, match="needs an API key") as caught:
+        LLMClient(model="gpt-4o-mini")
+    assert isinstance(caught.value, PermanentFailure)
+    # A local server needs none: no error.
+    LLMClient(model="local", base_url="http://127.0.0.1:9/v1")

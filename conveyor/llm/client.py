@@ -80,7 +80,7 @@ class LLMClient:
         system: str | None = None,
         http_client: Any = None,  # an httpx client of your own (tests, proxies)
     ) -> None:
-        from openai import AsyncOpenAI
+        from openai import AsyncOpenAI, OpenAIError
 
         if not model:
             raise ValueError("an LLM client needs a model")
@@ -90,13 +90,20 @@ class LLMClient:
         # gen_ai.system: "openai" for OpenAI's API, else what the URL says it is.
         self.system = system or ("openai" if base_url is None else "openai_compatible")
         self.structured: bool | None = None  # None until a server has answered
-        self._client: AsyncOpenAI = AsyncOpenAI(
-            base_url=base_url,
-            api_key=api_key or _default_key(base_url),
-            timeout=timeout,
-            max_retries=0,
-            http_client=http_client,
-        )
+        try:
+            self._client: AsyncOpenAI = AsyncOpenAI(
+                base_url=base_url,
+                api_key=api_key or _default_key(base_url),
+                timeout=timeout,
+                max_retries=0,
+                http_client=http_client,
+            )
+        except OpenAIError as exc:  # no key for OpenAI's own API
+            raise LLMRequestRefused(
+                f"model {model!r} needs an API key: set CONVEYOR_LLM_API_KEY (or "
+                "OPENAI_API_KEY), or CONVEYOR_LLM_BASE_URL to a server that needs none "
+                f"({exc})"
+            ) from None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LLMClient | None:
