@@ -75,7 +75,7 @@ async def cmd_up(args: argparse.Namespace) -> int:
     from conveyor.web.serve import make_server
 
     app.settings = _settings(args)
-    _check_llm(app)
+    await _check_llm(app)
     if not os.environ.get("CONVEYOR_PUBLIC_URL"):  # external jobs call back to this server
         app.settings = replace(app.settings, public_url=f"http://{args.host}:{args.port}")
     server = make_server(create_app(app), args.host, args.port, token=app.settings.api_token)
@@ -112,14 +112,16 @@ async def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_llm(app: App) -> None:
+async def _check_llm(app: App) -> None:
     """A configured model that cannot be used (no key) fails `up` at once, not each task."""
     from conveyor.llm.client import LLMClient, LLMRequestRefused
 
     try:
-        LLMClient.from_settings(app.settings)
+        client = LLMClient.from_settings(app.settings)
     except LLMRequestRefused as exc:
         raise CliError(str(exc)) from None
+    if client is not None:
+        await client.aclose()
 
 
 def _worker(app: App, args: argparse.Namespace) -> Worker:
