@@ -703,12 +703,14 @@ async def list_tasks(
     until: datetime | None = None,
     before_id: int | None = None,
     limit: int = 50,
+    tenant: str | None = None,
 ) -> list[DictRow]:
     cur = await conn.execute(
         Q.tasks_list,
         {
             "status": status,
             "agent": agent,
+            "tenant": tenant,
             "since": since,
             "until": until,
             "before_id": before_id,

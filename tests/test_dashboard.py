@@ -270,6 +270,7 @@ async def test_filters_change_every_tile(page: Page, settings: Settings) -> None
         await page.locator('input[name="tenant"]').fill("globex")
         await page.locator('input[name="tenant"]').dispatch_event("change")
         await expect(page.locator('[data-tile="total"] .value')).to_have_text("2")
+        await expect(page.locator("#recent tbody tr")).to_have_count(2)
 
         # The cost breakdown runs when asked, for the same filters.
         await page.locator("#costs-run").click()

@@ -423,12 +423,14 @@ ORDER BY attempt;
 
 -- name: tasks_list
 -- Newest first, a page at a time: the cursor is the last id seen (ids only grow, so pages
--- stay stable while new tasks arrive). since/until bound created_at.
+-- stay stable while new tasks arrive). since/until bound created_at. A tenant of '' means
+-- the tasks without one (as in GET /api/metrics).
 SELECT id, agent, status, priority, attempts, created_at, started_at, finished_at,
        split_part(error, E'\n', 1) AS error
 FROM tasks
 WHERE (%(status)s::text IS NULL OR status = %(status)s)
   AND (%(agent)s::text IS NULL OR agent = %(agent)s)
+  AND (%(tenant)s::text IS NULL OR coalesce(tenant, '') = %(tenant)s)
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)

@@ -106,6 +106,9 @@ def _routes(api: FastAPI, app: App) -> None:
     async def list_tasks(
         status: TaskStatus | None = None,
         agent: Annotated[Text | None, Query(max_length=100)] = None,
+        tenant: Annotated[
+            Text | None, Query(max_length=255, description='"" for tasks without one')
+        ] = None,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
@@ -118,6 +121,7 @@ def _routes(api: FastAPI, app: App) -> None:
                 conn,
                 status=status,
                 agent=agent,
+                tenant=tenant,
                 since=since,
                 until=until,
                 before_id=before,
