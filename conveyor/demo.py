@@ -7,15 +7,16 @@ echo    returns its payload
 sleep   sleeps payload["seconds"] (default 1), then returns how long it slept
 flaky   fails with probability payload["p"] (default 0.3), to show retries
 
-`enqueue_demo_documents` makes the demo batch of an empty database: generated invoices and
-contracts (their truth known), stored and submitted as `conveyor submit` would.
+`enqueue_demo_documents` makes the demo batch of an empty database: four invoices and two
+contracts from the sample generator (conveyor.documents.samples), stored and submitted as
+`conveyor submit` would. The PDFs ship in `conveyor/demo_documents/` (24 KB), so that the
+demo needs neither reportlab nor a network; `python -m conveyor.demo` draws them again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ declare_document_agents(app)
 
 DEMO_INVOICES = 4
 DEMO_CONTRACTS = 2
+DEMO_DOCUMENTS = Path(__file__).parent / "demo_documents"
+DEMO_AGENTS = {"invoice-0004.pdf": "document"}  # the others go to the agent of their kind
 
 
 @app.agent("echo")
@@ -50,29 +53,37 @@ def flaky(task: Task) -> dict[str, int]:
 
 
 async def enqueue_demo_documents(app: App, say: Callable[[str], None] = print) -> list[int]:
-    """Generate a few invoices and contracts, store them and enqueue a task for each (the
-    last invoice goes to `document`, which classifies it first). Returns the task ids; an
-    empty list, said why, if the sample generator (reportlab) is not installed."""
+    """Store the demo documents and enqueue a task for each (one invoice goes to
+    `document`, which classifies it first). Returns the task ids."""
     from conveyor.documents.submit import submit_files
 
-    try:
-        from conveyor.documents.samples import make_contract, make_invoice
-
-        samples = [make_invoice(seed) for seed in range(1, DEMO_INVOICES + 1)]
-        samples += [make_contract(seed, pages=3) for seed in range(1, DEMO_CONTRACTS + 1)]
-    except ImportError as exc:
-        say(f"no demo documents: the sample generator needs {exc.name} (pip install reportlab)")
-        return []
     ids = []
-    with tempfile.TemporaryDirectory(prefix="conveyor-demo-") as folder:
-        for i, sample in enumerate(samples):
-            path = Path(folder) / sample.name
-            path.write_bytes(sample.pdf)
-            agent = "document" if i == DEMO_INVOICES - 1 else sample.kind
-            (submitted,) = await submit_files(app, [path], agent=agent)
-            ids.append(submitted.task_id)
-            say(
-                f"demo: {sample.name} stored as {submitted.document.sha256[:12]}..., "
-                f"task {submitted.task_id} for agent {agent}"
-            )
+    for path in sorted(DEMO_DOCUMENTS.glob("*.pdf")):
+        agent = DEMO_AGENTS.get(path.name) or path.name.split("-")[0]
+        (submitted,) = await submit_files(app, [path], agent=agent)
+        ids.append(submitted.task_id)
+        say(
+            f"demo: {path.name} stored as {submitted.document.sha256[:12]}..., "
+            f"task {submitted.task_id} for agent {agent}"
+        )
     return ids
+
+
+def write_demo_documents(folder: Path = DEMO_DOCUMENTS) -> list[Path]:
+    """Draw the demo documents again (needs reportlab: pip install 'conveyor[samples]')."""
+    from conveyor.documents.samples import make_contract, make_invoice
+
+    samples = [make_invoice(seed) for seed in range(1, DEMO_INVOICES + 1)]
+    samples += [make_contract(seed, pages=3) for seed in range(1, DEMO_CONTRACTS + 1)]
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for sample in samples:
+        path = folder / sample.name
+        path.write_bytes(sample.pdf)
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":
+    for written in write_demo_documents():
+        print(written)

@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from conveyor import App, TaskStatus
 from conveyor.agents.documents import declare_document_agents
 from conveyor.agents.llm import estimate_tokens
@@ -223,3 +225,24 @@ def test_up_refuses_a_model_it_cannot_call_before_starting_anything(tmp_path: Pa
     assert "needs an API key" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "postgres").exists(), "no database was started"
+
+
+async def test_the_demo_batch_needs_no_sample_generator(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`conveyor up` on a fresh install: the demo documents ship as files, no reportlab."""
+    import sys
+
+    from conveyor.demo import enqueue_demo_documents
+
+    monkeypatch.setitem(sys.modules, "reportlab", None)  # any import of it fails
+    app = App(settings=settings)
+    declare_document_agents(app)
+    said: list[str] = []
+    try:
+        ids = await enqueue_demo_documents(app, said.append)
+        agents = [(await app.get_task_async(i)).agent for i in ids]
+    finally:
+        await app.aclose()
+    assert sorted(agents) == ["contract", "contract", "document", "invoice", "invoice", "invoice"]
+    assert len(said) == 6 and all(line.startswith("demo: ") for line in said)
