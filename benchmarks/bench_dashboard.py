@@ -157,7 +157,12 @@ async def explain(conn: Any, now: Any) -> None:
             metrics._params(Filters(), span_all),
         ),
         (
-            "histogram (latency), unfiltered",
+            "histogram_by_agent (latency), unfiltered: what /api/metrics reads",
+            metrics.Q.histogram_by_agent,
+            {**metrics._params(Filters(), span_all), **none, "kind": "latency"},
+        ),
+        (
+            "histogram (latency), unfiltered: the full table, for a tenant or status filter",
             metrics.Q.histogram,
             {**metrics._params(Filters(), span_all), **none, "kind": "latency"},
         ),
