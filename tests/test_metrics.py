@@ -421,7 +421,8 @@ async def test_rollups_equal_a_from_scratch_aggregate_after_a_concurrent_workloa
     expected = await _rows(conn, FROM_SCRATCH)
     assert len({r[3] for r in expected}) == 3  # completed, failed and cancelled all occur
     for grain in ("d", "h"):
-        assert await _rows(conn, ROLLED_UP, grain) == expected, grain
+        rolled = await _rows(conn, ROLLED_UP, grain)
+        assert rolled == expected, (grain, sorted(rolled - expected), sorted(expected - rolled))
         assert await _rows(conn, HISTOGRAM_ROLLED, grain) == await _rows(conn, HISTOGRAM_SCRATCH)
         assert await _rows(conn, BY_AGENT_ROLLED, grain) == await _rows(conn, BY_AGENT_SCRATCH)
 

@@ -286,13 +286,29 @@ END $$;
 -- (The one case this misses is a batch of outcomes holding both a late outcome for one
 -- attempt and the applied outcome of a later attempt of the same task; the late usage is
 -- then counted twice. conveyor_rebuild_rollups() recomputes everything from the rows.)
+--
+-- Such a change can race with another transaction finishing (or retrying) the same task:
+-- if each ran before the other committed, the finishing statement would read the usage
+-- without this change while this trigger still saw the task live, and the change would be
+-- lost. So the tasks are locked first (FOR NO KEY UPDATE, in id order, only on this rare
+-- path: a finishing statement's attempts were 'running'), and their status and usage are
+-- read by the next statement, whose snapshot sees whatever committed meanwhile.
 CREATE FUNCTION conveyor_rollup_attempts() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
+    d record;
     c record;
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        WITH delta AS (
+        SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
+               array_agg(x.attempts ORDER BY x.task_id) AS attempts,
+               array_agg(x.throttled ORDER BY x.task_id) AS throttled,
+               array_agg(x.input ORDER BY x.task_id) AS input,
+               array_agg(x.output ORDER BY x.task_id) AS output,
+               array_agg(x.llm ORDER BY x.task_id) AS llm,
+               array_agg(x.compute ORDER BY x.task_id) AS compute
+        INTO d
+        FROM (
             SELECT n.task_id, count(*) AS attempts,
                    count(*) FILTER (WHERE n.status = 'throttled') AS throttled,
                    coalesce(sum(n.input_tokens), 0)::bigint AS input,
@@ -302,29 +318,17 @@ BEGIN
             FROM new_rows n
             WHERE n.status <> 'running'
             GROUP BY n.task_id
-        )
-        SELECT array_agg(t.created_at) AS created, array_agg(t.agent) AS agent,
-               array_agg(t.tenant) AS tenant, array_agg(t.status) AS status,
-               array_agg(d.attempts) AS attempts, array_agg(d.throttled) AS throttled,
-               array_agg(d.input) AS input, array_agg(d.output) AS output,
-               array_agg(d.llm) AS llm, array_agg(d.compute) AS compute,
-               array_agg(d.llm + d.compute) AS usd, array_agg(s.usd) AS usd_now
-        INTO c
-        FROM delta d
-        CROSS JOIN LATERAL (
-            SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status
-            FROM tasks t
-            WHERE t.id = d.task_id
-              AND t.status IN ('completed', 'failed', 'cancelled')
-            OFFSET 0  -- a parameterised index lookup per task, never a join over all tasks
-        ) t
-        CROSS JOIN LATERAL (
-            SELECT coalesce(sum(a.llm_cost_usd), 0) + coalesce(sum(a.compute_cost_usd), 0) AS usd
-            FROM task_attempts a
-            WHERE a.task_id = d.task_id
-        ) s;
+        ) x;
     ELSE
-        WITH delta AS (
+        SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
+               array_agg(x.attempts ORDER BY x.task_id) AS attempts,
+               array_agg(x.throttled ORDER BY x.task_id) AS throttled,
+               array_agg(x.input ORDER BY x.task_id) AS input,
+               array_agg(x.output ORDER BY x.task_id) AS output,
+               array_agg(x.llm ORDER BY x.task_id) AS llm,
+               array_agg(x.compute ORDER BY x.task_id) AS compute
+        INTO d
+        FROM (
             SELECT n.task_id, 0::bigint AS attempts,
                    sum((n.status = 'throttled')::int - (o.status = 'throttled')::int)::bigint
                        AS throttled,
@@ -339,29 +343,38 @@ BEGIN
             JOIN new_rows n USING (id)
             WHERE o.status <> 'running'
             GROUP BY n.task_id
-        )
-        SELECT array_agg(t.created_at) AS created, array_agg(t.agent) AS agent,
-               array_agg(t.tenant) AS tenant, array_agg(t.status) AS status,
-               array_agg(d.attempts) AS attempts, array_agg(d.throttled) AS throttled,
-               array_agg(d.input) AS input, array_agg(d.output) AS output,
-               array_agg(d.llm) AS llm, array_agg(d.compute) AS compute,
-               array_agg(d.llm + d.compute) AS usd, array_agg(s.usd) AS usd_now
-        INTO c
-        FROM delta d
-        CROSS JOIN LATERAL (
-            SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status
-            FROM tasks t
-            WHERE t.id = d.task_id
-              AND t.status IN ('completed', 'failed', 'cancelled')
-            OFFSET 0
-        ) t
-        CROSS JOIN LATERAL (
-            SELECT coalesce(sum(a.llm_cost_usd), 0) + coalesce(sum(a.compute_cost_usd), 0) AS usd
-            FROM task_attempts a
-            WHERE a.task_id = d.task_id
-        ) s
-        WHERE d.throttled <> 0 OR d.input <> 0 OR d.output <> 0 OR d.llm <> 0 OR d.compute <> 0;
+        ) x
+        WHERE x.throttled <> 0 OR x.input <> 0 OR x.output <> 0 OR x.llm <> 0
+           OR x.compute <> 0;
     END IF;
+    IF d.ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    PERFORM 1 FROM tasks t WHERE t.id = ANY(d.ids) ORDER BY t.id FOR NO KEY UPDATE;
+
+    SELECT array_agg(t.created_at) AS created, array_agg(t.agent) AS agent,
+           array_agg(t.tenant) AS tenant, array_agg(t.status) AS status,
+           array_agg(x.attempts) AS attempts, array_agg(x.throttled) AS throttled,
+           array_agg(x.input) AS input, array_agg(x.output) AS output,
+           array_agg(x.llm) AS llm, array_agg(x.compute) AS compute,
+           array_agg(x.llm + x.compute) AS usd, array_agg(s.usd) AS usd_now
+    INTO c
+    FROM unnest(d.ids, d.attempts, d.throttled, d.input, d.output, d.llm, d.compute)
+         AS x(task_id, attempts, throttled, input, output, llm, compute)
+    CROSS JOIN LATERAL (
+        SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status
+        FROM tasks t
+        WHERE t.id = x.task_id
+          AND t.status IN ('completed', 'failed', 'cancelled')
+        OFFSET 0  -- a parameterised index lookup per task, never a join over all tasks
+    ) t
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(a.llm_cost_usd), 0) + coalesce(sum(a.compute_cost_usd), 0) AS usd
+        FROM task_attempts a
+        WHERE a.task_id = x.task_id
+    ) s;
+
     IF c.created IS NOT NULL THEN
         PERFORM conveyor_rollup_apply(
             c.created, c.agent, c.tenant, c.status,
