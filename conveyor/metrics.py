@@ -357,13 +357,14 @@ def _key_value(key: str, value: Any) -> Any:
 def _money_row(
     keys: dict[str, Any], acc: Mapping[str, Any], median_usd: float | None
 ) -> dict[str, Any]:
+    # Sums over no rows are NULL in SQL (a filter that matches nothing): they count as 0.
     llm, compute = _num(acc["llm_usd"]), _num(acc["compute_usd"])
     return {
         **keys,
-        "tasks": int(acc["tasks"]),
-        "attempts": int(acc["attempts"]),
-        "input_tokens": int(acc["input_tokens"]),
-        "output_tokens": int(acc["output_tokens"]),
+        "tasks": int(acc["tasks"] or 0),
+        "attempts": int(acc["attempts"] or 0),
+        "input_tokens": int(acc["input_tokens"] or 0),
+        "output_tokens": int(acc["output_tokens"] or 0),
         "llm_usd": _usd(llm),
         "compute_usd": _usd(compute),
         "total_usd": _usd(llm + compute),

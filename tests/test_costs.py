@@ -96,6 +96,10 @@ async def test_costs_by_model_and_day_read_the_attempts(
     assert rows["m-big",]["total_usd"] == 0.054
     only_big = await costs(client, model="m-big")
     assert only_big["totals"]["tasks"] == 1 and only_big["totals"]["total_usd"] == 0.054
+    # A model no attempt used: an empty answer with zero totals, not a 500.
+    none = await costs(client, model="no-such-model", group_by="model")
+    assert none["rows"] == [] and none["totals"]["tasks"] == 0
+    assert none["totals"]["total_usd"] == 0
 
 
 async def test_csv_export_has_a_header_and_a_line_per_group(
