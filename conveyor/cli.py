@@ -102,7 +102,7 @@ async def cmd_up(args: argparse.Namespace) -> int:
                 )
     extractor = app.settings.llm_model or "offline (set CONVEYOR_LLM_MODEL for a model)"
     print(f"conveyor: document extractor: {extractor}", flush=True)
-    print(f"conveyor: web app on http://{args.host}:{args.port} (API docs at /docs)", flush=True)
+    print(f"conveyor: dashboard on http://{args.host}:{args.port}/ (API docs at /docs)", flush=True)
     print(
         f"conveyor: worker running agents {', '.join(sorted(app.agents))} "
         f"with concurrency {args.concurrency}; Ctrl-C to stop",
@@ -192,7 +192,7 @@ async def cmd_web(args: argparse.Namespace) -> int:
 
     app = _app(args, args.app) if args.app else App(settings=_settings(args))
     server = make_server(create_app(app), args.host, args.port, token=app.settings.api_token)
-    print(f"conveyor: web app on http://{args.host}:{args.port} (API docs at /docs)", flush=True)
+    print(f"conveyor: dashboard on http://{args.host}:{args.port}/ (API docs at /docs)", flush=True)
     await _run(app, None, server)
     return 0
 
