@@ -231,7 +231,8 @@ def test_web_refuses_to_listen_beyond_loopback_without_a_token(database_url: str
     assert "refusing to listen on 0.0.0.0 without CONVEYOR_API_TOKEN" in result.stderr
 
 
-async def test_web_serves_the_api_and_stops_on_sigterm(database_url: str) -> None:
+@pytest.mark.parametrize("signals", [1, 2], ids=["drain", "drain-then-stop-now"])
+async def test_web_serves_the_api_and_stops_on_sigterm(database_url: str, signals: int) -> None:
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CONVEYOR_DATABASE_URL": database_url}
     proc = subprocess.Popen(
@@ -266,12 +267,21 @@ async def test_web_serves_the_api_and_stops_on_sigterm(database_url: str) -> Non
             created = await client.post("/api/tasks", json={"agent": "noop"})
         assert created.status_code == 201, "the --app's agents are registered"
         proc.send_signal(signal.SIGTERM)
+        seen = []
+        if signals == 2:  # the second signal once the first is being handled (not merged)
+            assert proc.stdout is not None
+            while "draining" not in (line := proc.stdout.readline()):
+                assert line, "the server exited without saying it drains"
+                seen.append(line)
+            proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
+        out = "".join(seen) + out
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, out
+    assert "Traceback" not in out, out
 
 
 def _pdf(path: Path, pages: int = 1) -> Path:

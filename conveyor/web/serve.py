@@ -33,6 +33,12 @@ class Server(uvicorn.Server):
         if hub is not None:
             hub.close_streams()
         await super().shutdown(sockets)
+        if self.force_exit and self.config.lifespan != "off":
+            # A second signal sets force_exit, and uvicorn then skips the lifespan's
+            # shutdown: the lifespan task would be cancelled at loop close and logged as a
+            # traceback, and the app's own shutdown (the event hub's LISTEN) would not run.
+            # Connections are not waited for; the lifespan shutdown is quick.
+            await self.lifespan.shutdown()
 
 
 def make_server(api: FastAPI, host: str, port: int, *, token: str | None) -> Server:
