@@ -350,12 +350,13 @@ WITH expired AS MATERIALIZED (
 ), lost AS (
     UPDATE task_attempts a
     SET status = 'lost', finished_at = clock_timestamp(), error = s.error,
-        -- Charged up to now: the worker's real end is unknown, at most a lease ago.
-        compute_cost_usd = conveyor_compute_cost(a.started_at, clock_timestamp(),
-                                                 g.compute_usd_per_hour)
-    FROM swept s, agents g
-    WHERE g.name = a.agent
-      AND a.task_id = s.id
+        -- Charged up to now: the worker's real end is unknown, at most a lease ago. The
+        -- rate by subquery, not a join: an attempt is swept whatever its agent's row says.
+        compute_cost_usd = conveyor_compute_cost(
+            a.started_at, clock_timestamp(),
+            (SELECT g.compute_usd_per_hour FROM agents g WHERE g.name = a.agent))
+    FROM swept s
+    WHERE a.task_id = s.id
       AND a.attempt = s.attempts
       AND a.status = 'running'
     RETURNING a.task_id
@@ -383,11 +384,11 @@ WITH target AS (
 ), attempt_row AS (
     UPDATE task_attempts a
     SET status = 'cancelled', finished_at = clock_timestamp(), error = 'cancelled',
-        compute_cost_usd = conveyor_compute_cost(a.started_at, clock_timestamp(),
-                                                 g.compute_usd_per_hour)
-    FROM target t, agents g
-    WHERE g.name = a.agent
-      AND a.task_id = t.id
+        compute_cost_usd = conveyor_compute_cost(
+            a.started_at, clock_timestamp(),
+            (SELECT g.compute_usd_per_hour FROM agents g WHERE g.name = a.agent))
+    FROM target t
+    WHERE a.task_id = t.id
       AND a.attempt = t.attempts
       AND a.status = 'running'
     RETURNING a.id
