@@ -156,6 +156,26 @@ async def test_a_large_statement_is_one_counted_event(settings: Settings) -> Non
     assert event["data"] == {"agent": "invoice", "status": "enqueued", "count": 250}
 
 
+async def test_under_heavy_fan_out_a_statement_is_one_event_naming_its_tasks(
+    settings: Settings,
+) -> None:
+    def heavy_from_one_client(hub: EventHub) -> None:
+        hub.coalesce_from = 1
+
+    async with (
+        serving_api(settings, heavy_from_one_client) as (url, app, hub),
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+        stream(client) as events,
+    ):
+        await wait_for(lambda: hub.clients, what="the subscription")
+        ids = await app.enqueue_many_async([{"agent": "invoice"} for _ in range(5)])
+        (single,) = await app.enqueue_many_async([{"agent": "invoice"}])
+        several, one = await events.next_of("task"), await events.next_of("task")
+    assert several["data"] == {"agent": "invoice", "status": "enqueued", "ids": sorted(ids)}
+    # A statement that changed one task is the same size either way: the usual form.
+    assert one["data"] == {"id": single, "agent": "invoice", "status": "enqueued"}
+
+
 async def test_resume_with_last_event_id(settings: Settings) -> None:
     async with (
         serving_api(settings) as (url, app, hub),

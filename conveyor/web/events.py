@@ -7,12 +7,16 @@
     data: {"id": 17, "agent": "invoice", "status": "completed"}
 
 A statement that changed more than 200 tasks NOTIFYs only their number, and becomes one
-event `{"agent", "status", "count"}`. An event `refresh` tells the client to read its
-numbers again: the LISTEN connection was re-established (NOTIFYs sent meanwhile are lost),
-its `Last-Event-ID` is too old or from another process, or it fell so far behind that
-coalescing its backlog into one refresh is cheaper than sending it. Every ~15 s of silence
-there is a heartbeat: a comment line for proxies and a `ping` event that a page can watch
-(browsers hide comments from scripts).
+event `{"agent", "status", "count"}`. Under heavy fan-out (from `coalesce_from` clients
+on), a statement that changed several tasks becomes one event naming them all,
+`{"agent", "status", "ids": [...]}`: every client receives every byte, so at a thousand
+clients the bytes are what the stream costs, and this form is a fraction of the size.
+
+An event `refresh` tells the client to read its numbers again: the LISTEN connection was
+re-established (NOTIFYs sent meanwhile are lost), its `Last-Event-ID` is too old or from
+another process, or it fell so far behind that coalescing its backlog into one refresh is
+cheaper than sending it. Every ~15 s of silence there is a heartbeat: a comment line for
+proxies and a `ping` event that a page can watch (browsers hide comments from scripts).
 
 How it is built: the hub appends every event, encoded once, to one ring buffer; a client
 is a cursor into it, so fanning an event out to a thousand clients costs one wake-up, not
@@ -99,6 +103,8 @@ class EventHub:
         # writes near `writes_per_second`: 5 ms up to 50 clients, 100 ms at 1,000.
         self.writes_per_second = 4_000
         self.linger_bounds = (0.005, 0.25)
+        # From this many clients on, a statement's tasks travel as one event with their ids.
+        self.coalesce_from = 100
         self.clients: set[Client] = set()
         self.head = 0  # the sequence of the newest event; 0: none yet
         self.enabled = False
@@ -160,8 +166,11 @@ class EventHub:
             return
         ids, count = payload.get("ids"), payload.get("count")
         if isinstance(ids, list):
-            for task_id in ids:
-                if isinstance(task_id, int):
+            ids = [i for i in ids if isinstance(i, int)]
+            if len(ids) > 1 and len(self.clients) >= self.coalesce_from:
+                self._append("task", agent, status, {"agent": agent, "status": status, "ids": ids})
+            else:
+                for task_id in ids:
                     self._append(
                         "task", agent, status, {"id": task_id, "agent": agent, "status": status}
                     )

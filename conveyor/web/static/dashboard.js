@@ -229,13 +229,15 @@
   }
 
   // A task event patches its row at once; the re-read that follows fills in the rest.
+  // An event names one task ("id"), several ("ids", under heavy fan-out) or only a count.
   function patchRow(data) {
-    if (data.id == null) return;
-    const row = recentBody.querySelector(`tr[data-task="${data.id}"]`);
-    if (!row) return;
-    row.dataset.status = data.status;
-    row.querySelector(".status").replaceChildren(badge(data.status));
-    row.classList.remove("flash"); void row.offsetWidth; row.classList.add("flash");
+    for (const id of data.ids || (data.id == null ? [] : [data.id])) {
+      const row = recentBody.querySelector(`tr[data-task="${id}"]`);
+      if (!row) continue;
+      row.dataset.status = data.status;
+      row.querySelector(".status").replaceChildren(badge(data.status));
+      row.classList.remove("flash"); void row.offsetWidth; row.classList.add("flash");
+    }
   }
 
   // -- fetching ---------------------------------------------------------------------------------

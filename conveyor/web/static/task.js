@@ -27,7 +27,8 @@
   source.onerror = show;
   source.addEventListener("task", (e) => {
     const data = JSON.parse(e.data);
-    if (String(data.id) === id || data.count != null) check();
+    const ids = data.ids || (data.id == null ? [] : [data.id]);
+    if (ids.some((x) => String(x) === id) || data.count != null) check();
   });
   source.addEventListener("refresh", check);
   setInterval(check, 10000);
