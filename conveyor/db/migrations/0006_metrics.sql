@@ -174,6 +174,54 @@ BEGIN
     SET tasks = h.tasks + excluded.tasks;
 END $$;
 
+-- Finished tasks counted in (sign 1) or out (sign -1) of the rollups, with their attempts'
+-- usage as it is now. Called by conveyor_rollup_tasks() with the changed rows as arrays
+-- (all NULL when none changed).
+CREATE FUNCTION conveyor_rollup_finished(
+    signs bigint[], ids bigint[], created timestamptz[], agents text[], tenants text[],
+    statuses text[], finished timestamptz[], results jsonb[]
+) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    c record;
+BEGIN
+    IF ids IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(x.created_at) AS created, array_agg(x.agent) AS agent,
+           array_agg(x.tenant) AS tenant, array_agg(x.status) AS status,
+           array_agg(x.sign) AS sign, array_agg(x.sign * x.attempts) AS attempts,
+           array_agg(x.sign * x.throttled) AS throttled,
+           array_agg(x.sign * x.input) AS input, array_agg(x.sign * x.output) AS output,
+           array_agg(x.sign * x.llm) AS llm, array_agg(x.sign * x.compute) AS compute,
+           array_agg(x.sign * coalesce(x.confidence, 0)) AS conf_sum,
+           array_agg(x.sign * (x.confidence IS NOT NULL)::int) AS conf_n,
+           array_agg(x.ms) AS ms, array_agg(x.llm + x.compute) AS usd
+    INTO c
+    FROM (
+        SELECT ch.sign, ch.created_at, ch.agent, coalesce(ch.tenant, '') AS tenant, ch.status,
+               extract(epoch FROM ch.finished_at - ch.created_at)::float8 * 1000 AS ms,
+               conveyor_confidence(ch.result) AS confidence, u.*
+        FROM unnest(signs, ids, created, agents, tenants, statuses, finished, results)
+             AS ch(sign, id, created_at, agent, tenant, status, finished_at, result)
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS attempts,
+                   count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
+                   coalesce(sum(a.input_tokens), 0)::bigint AS input,
+                   coalesce(sum(a.output_tokens), 0)::bigint AS output,
+                   coalesce(sum(a.llm_cost_usd), 0) AS llm,
+                   coalesce(sum(a.compute_cost_usd), 0) AS compute
+            FROM task_attempts a
+            WHERE a.task_id = ch.id
+        ) u
+    ) x;
+    PERFORM conveyor_rollup_apply(c.created, c.agent, c.tenant, c.status, c.sign,
+                                  c.attempts, c.throttled, c.input, c.output, c.llm,
+                                  c.compute, c.conf_sum, c.conf_n,
+                                  c.created, c.agent, c.tenant, c.status, c.sign, c.ms,
+                                  c.usd);
+END $$;
+
 -- Tasks that enter or leave a finished status. Old finished rows are subtracted and new
 -- finished rows added, without joining the old and new transition tables (they have no
 -- index and no statistics): a finished row updated without a change of status is taken
@@ -182,89 +230,31 @@ END $$;
 -- the statement; conveyor_rollup_attempts() explains why that adds up.
 CREATE FUNCTION conveyor_rollup_tasks() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-    c record;
 BEGIN
+    -- Two statements, because an INSERT trigger has no old_rows to name.
     IF TG_OP = 'INSERT' THEN
-        WITH changed AS (
-            SELECT 1 AS sign, n.id, n.created_at, n.agent, n.tenant, n.status, n.finished_at,
-                   n.result
-            FROM new_rows n
-            WHERE n.status IN ('completed', 'failed', 'cancelled')
-        )
-        SELECT array_agg(x.created_at) AS created, array_agg(x.agent) AS agent,
-               array_agg(x.tenant) AS tenant, array_agg(x.status) AS status,
-               array_agg(x.sign) AS sign, array_agg(x.sign * x.attempts) AS attempts,
-               array_agg(x.sign * x.throttled) AS throttled,
-               array_agg(x.sign * x.input) AS input, array_agg(x.sign * x.output) AS output,
-               array_agg(x.sign * x.llm) AS llm, array_agg(x.sign * x.compute) AS compute,
-               array_agg(x.sign * coalesce(x.confidence, 0)) AS conf_sum,
-               array_agg(x.sign * (x.confidence IS NOT NULL)::int) AS conf_n,
-               array_agg(x.ms) AS ms, array_agg(x.llm + x.compute) AS usd
-        INTO c
-        FROM (
-            SELECT ch.sign::bigint AS sign, ch.created_at, ch.agent,
-                   coalesce(ch.tenant, '') AS tenant, ch.status,
-                   extract(epoch FROM ch.finished_at - ch.created_at)::float8 * 1000 AS ms,
-                   conveyor_confidence(ch.result) AS confidence, u.*
-            FROM changed ch
-            CROSS JOIN LATERAL (
-                SELECT count(*) AS attempts,
-                       count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
-                       coalesce(sum(a.input_tokens), 0)::bigint AS input,
-                       coalesce(sum(a.output_tokens), 0)::bigint AS output,
-                       coalesce(sum(a.llm_cost_usd), 0) AS llm,
-                       coalesce(sum(a.compute_cost_usd), 0) AS compute
-                FROM task_attempts a
-                WHERE a.task_id = ch.id
-            ) u
-        ) x;
+        PERFORM conveyor_rollup_finished(
+                    array_agg(1::bigint), array_agg(n.id), array_agg(n.created_at),
+                    array_agg(n.agent), array_agg(n.tenant), array_agg(n.status),
+                    array_agg(n.finished_at), array_agg(n.result))
+        FROM new_rows n
+        WHERE n.status IN ('completed', 'failed', 'cancelled');
     ELSE
-        WITH changed AS (
-            SELECT -1 AS sign, o.id, o.created_at, o.agent, o.tenant, o.status, o.finished_at,
-                   o.result
+        PERFORM conveyor_rollup_finished(
+                    array_agg(ch.sign), array_agg(ch.id), array_agg(ch.created_at),
+                    array_agg(ch.agent), array_agg(ch.tenant), array_agg(ch.status),
+                    array_agg(ch.finished_at), array_agg(ch.result))
+        FROM (
+            SELECT -1::bigint AS sign, o.id, o.created_at, o.agent, o.tenant, o.status,
+                   o.finished_at, o.result
             FROM old_rows o
             WHERE o.status IN ('completed', 'failed', 'cancelled')
             UNION ALL
-            SELECT 1 AS sign, n.id, n.created_at, n.agent, n.tenant, n.status, n.finished_at,
-                   n.result
+            SELECT 1::bigint, n.id, n.created_at, n.agent, n.tenant, n.status,
+                   n.finished_at, n.result
             FROM new_rows n
             WHERE n.status IN ('completed', 'failed', 'cancelled')
-        )
-        SELECT array_agg(x.created_at) AS created, array_agg(x.agent) AS agent,
-               array_agg(x.tenant) AS tenant, array_agg(x.status) AS status,
-               array_agg(x.sign) AS sign, array_agg(x.sign * x.attempts) AS attempts,
-               array_agg(x.sign * x.throttled) AS throttled,
-               array_agg(x.sign * x.input) AS input, array_agg(x.sign * x.output) AS output,
-               array_agg(x.sign * x.llm) AS llm, array_agg(x.sign * x.compute) AS compute,
-               array_agg(x.sign * coalesce(x.confidence, 0)) AS conf_sum,
-               array_agg(x.sign * (x.confidence IS NOT NULL)::int) AS conf_n,
-               array_agg(x.ms) AS ms, array_agg(x.llm + x.compute) AS usd
-        INTO c
-        FROM (
-            SELECT ch.sign::bigint AS sign, ch.created_at, ch.agent,
-                   coalesce(ch.tenant, '') AS tenant, ch.status,
-                   extract(epoch FROM ch.finished_at - ch.created_at)::float8 * 1000 AS ms,
-                   conveyor_confidence(ch.result) AS confidence, u.*
-            FROM changed ch
-            CROSS JOIN LATERAL (
-                SELECT count(*) AS attempts,
-                       count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
-                       coalesce(sum(a.input_tokens), 0)::bigint AS input,
-                       coalesce(sum(a.output_tokens), 0)::bigint AS output,
-                       coalesce(sum(a.llm_cost_usd), 0) AS llm,
-                       coalesce(sum(a.compute_cost_usd), 0) AS compute
-                FROM task_attempts a
-                WHERE a.task_id = ch.id
-            ) u
-        ) x;
-    END IF;
-    IF c.created IS NOT NULL THEN
-        PERFORM conveyor_rollup_apply(c.created, c.agent, c.tenant, c.status, c.sign,
-                                      c.attempts, c.throttled, c.input, c.output, c.llm,
-                                      c.compute, c.conf_sum, c.conf_n,
-                                      c.created, c.agent, c.tenant, c.status, c.sign, c.ms,
-                                      c.usd);
+        ) ch;
     END IF;
     RETURN NULL;
 END $$;
@@ -403,6 +393,12 @@ END $$;
 -- takes half a second each time: no JIT either.
 ALTER FUNCTION conveyor_rollup_tasks() SET enable_seqscan = off;
 ALTER FUNCTION conveyor_rollup_tasks() SET jit = off;
+ALTER FUNCTION conveyor_rollup_finished(bigint[], bigint[], timestamptz[], text[], text[],
+                                        text[], timestamptz[], jsonb[])
+    SET enable_seqscan = off;
+ALTER FUNCTION conveyor_rollup_finished(bigint[], bigint[], timestamptz[], text[], text[],
+                                        text[], timestamptz[], jsonb[])
+    SET jit = off;
 ALTER FUNCTION conveyor_rollup_attempts() SET enable_seqscan = off;
 ALTER FUNCTION conveyor_rollup_attempts() SET enable_nestloop = off;
 ALTER FUNCTION conveyor_rollup_attempts() SET jit = off;
