@@ -48,6 +48,7 @@ from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import (
     FAILED_CHECK_CEILING,
     Extraction,
+    cross_checks,
     json_schema,
     make_extraction,
     model_for,
@@ -318,6 +319,9 @@ async def extract_llm(
     unseen = [w for w, score in fields.items() if score == UNGROUNDED]
     if unseen:
         notes.append(f"not printed in the document as answered: {', '.join(unseen)}")
+    checks = cross_checks(doc_type, data)
+    if checks:
+        fields = _implicated(fields, checks)
     extraction = make_extraction(
         doc_type,
         data,
@@ -327,18 +331,6 @@ async def extract_llm(
         extractor=f"llm:{client.model}",
         key_fields=KEY_FIELDS.get(doc_type),
     )
-    if extraction.checks:
-        lowered = _implicated(fields, extraction.checks)
-        if lowered != fields:
-            extraction = make_extraction(
-                doc_type,
-                data,
-                fields=lowered,
-                notes=notes,
-                pages=document.page_count,
-                extractor=f"llm:{client.model}",
-                key_fields=KEY_FIELDS.get(doc_type),
-            )
     if unseen:
         # As with a failed cross-check: a value the document does not show is a likely
         # error, wherever it is; the document is not one to trust without a look.
