@@ -176,6 +176,21 @@ async def test_under_heavy_fan_out_a_statement_is_one_event_naming_its_tasks(
     assert one["data"] == {"id": single, "agent": "invoice", "status": "enqueued"}
 
 
+async def test_one_event_naming_a_statement_s_tasks_is_a_fraction_of_their_events() -> None:
+    hub = EventHub()
+    hub.ring_size = 64
+    ids = list(range(1_234_567, 1_234_583))  # a worker finishes up to 16 tasks at once
+    notify = {"agent": "invoice", "status": "completed", "ids": ids}
+
+    def wire_bytes(clients: int) -> int:
+        hub.coalesce_from, hub.head, hub._ring = clients, 0, [None] * hub.ring_size
+        hub._on_notify(notify)  # as the LISTEN connection hands it over
+        return sum(len(e.wire) for e in hub._ring if e is not None)
+
+    coalesced, separate = wire_bytes(0), wire_bytes(10**9)
+    assert separate > 1_400 and coalesced * 5 < separate, (coalesced, separate)
+
+
 async def test_resume_with_last_event_id(settings: Settings) -> None:
     async with (
         serving_api(settings) as (url, app, hub),
