@@ -502,7 +502,8 @@ async def cmd_limits(args: argparse.Namespace) -> int:
         elif args.action == "reset":
             await queue.reset_limits(conn, args.agent)
         rows = await queue.agent_limits(conn)
-    _print_table(
+    _show_table(
+        "",
         ["agent", "concurrent", "tokens/window", "requests/window", "window", "set by", "throttle"],
         [
             [
