@@ -319,3 +319,12 @@ async def test_with_a_token_the_browser_signs_in(page: Page, settings: Settings)
             " body: JSON.stringify({agent: 'invoice'})}).then(r => r.status)"
         )
         assert status == 401
+
+
+def test_task_page_times_are_shown_in_utc_whatever_the_session_zone() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from conveyor.web.dashboard import _time
+
+    berlin = datetime(2026, 11, 30, 12, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert ">2026-11-30 10:00:00 UTC<" in _time(berlin)

@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import html
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from http.cookies import SimpleCookie
 from pathlib import Path
 from string import Template
@@ -166,6 +166,7 @@ def mount_static(api: Any) -> None:
 def _time(value: datetime | None) -> str:
     if value is None:
         return "—"
+    value = value.astimezone(UTC)  # the session's time zone need not be UTC
     return f'<time datetime="{value.isoformat()}">{value:%Y-%m-%d %H:%M:%S} UTC</time>'
 
 
