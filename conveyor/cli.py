@@ -528,8 +528,14 @@ def _usage(used: int, limit: int | None, learned: int | None) -> str:
 
 
 def _throttle(row: Any) -> str:
-    factor = row["throttle_factor"]
-    return "-" if factor >= 1 else f"budget x{factor:.2f}"
+    """What throttling does to the agent now: a pause (a 429's Retry-After) and the factor
+    on its request limit; the learned token budget shows in its own column."""
+    parts = []
+    if row["paused_for"] is not None and row["paused_for"] > 0:
+        parts.append(f"paused {float(row['paused_for']):.1f}s")
+    if row["throttle_factor"] < 1:
+        parts.append(f"requests x{row['throttle_factor']:.2f}")
+    return ", ".join(parts) or "-"
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -223,9 +223,15 @@ async def agent_limits(conn: Connection) -> list[DictRow]:
     return await cur.fetchall()
 
 
-async def report_throttled(conn: Connection, agents: Iterable[str]) -> list[DictRow]:
-    """The endpoint throttled these agents: shrink their budgets (once per cooldown)."""
-    cur = await conn.execute(Q.agents_throttled, {"agents": sorted(set(agents))})
+async def report_throttled(conn: Connection, retry_after: Mapping[str, float]) -> list[DictRow]:
+    """The endpoint throttled these agents, and said when to come back (seconds): learn
+    their token budgets from what their windows hold, pause them until then, and shrink
+    their other limits (once per cooldown: the rows say `shrunk`)."""
+    agents = sorted(retry_after)
+    cur = await conn.execute(
+        Q.agents_throttled,
+        {"agents": agents, "retry_after": [max(0.0, retry_after[a]) for a in agents]},
+    )
     return await cur.fetchall()
 
 

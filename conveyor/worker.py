@@ -258,6 +258,12 @@ class Worker:
             outcomes, self._outcomes = self._outcomes, []
             self._outcome_ready.clear()
             self._progress.clear()
+            # An agent the endpoint just throttled claims nothing in this exchange: its
+            # budget is learned and its pause set after it, before its next claim.
+            throttled = _earliest_retry(outcomes)
+            claim_names = [n for n in names if n not in throttled]
+            if not claim_names:
+                want = limited_want = 0
             if want > 0:
                 # Cleared before the claim, so a NOTIFY that lands while it runs counts.
                 self._wake.clear()
@@ -270,11 +276,10 @@ class Worker:
                         conn,
                         outcomes,
                         worker_id=self.id,
-                        agents=names,
+                        agents=claim_names,
                         limit=want,
                         limited_limit=limited_want,
                     )
-                    throttled = {o.agent for o in outcomes if o.outcome == "throttled"}
                     if throttled:
                         await self._report_throttled(conn, throttled)
                 delay = 0.05
@@ -318,23 +323,27 @@ class Worker:
         if not any(e.is_set() for e in events):
             self._work_maybe = True  # the poll interval passed: look again
 
-    async def _report_throttled(self, conn: Any, agents: set[str | None]) -> None:
-        """Shrink the budgets of agents the endpoint throttled. In its own transaction,
-        after the exchange: taking agent rows in the exchange could deadlock with claims."""
+    async def _report_throttled(self, conn: Any, retry_after: dict[str, float]) -> None:
+        """Teach the agents the endpoint throttled (agent -> the earliest Retry-After of
+        the batch) their budgets. In its own transaction, after the exchange: taking agent
+        rows in the exchange could deadlock with claims."""
         try:
-            shrunk = await queue.report_throttled(conn, [a for a in agents if a])
+            rows = await queue.report_throttled(conn, retry_after)
         except TRANSIENT_ERRORS as exc:
             log.warning("could not record throttling", extra=fields(error=str(exc).strip()))
             return
-        for row in shrunk:
-            log.warning(
-                "endpoint throttling: budget shrunk",
-                extra=fields(
-                    agent=row["name"],
-                    factor=round(row["throttle_factor"], 3),
-                    learned_concurrency=row["learned_concurrency"],
-                ),
-            )
+        for row in rows:
+            if row["shrunk"]:  # once per cooldown, not for every 429 of a burst
+                log.warning(
+                    "endpoint throttling: budget shrunk",
+                    extra=fields(
+                        agent=row["name"],
+                        factor=round(row["throttle_factor"], 3),
+                        learned_tpm=round(row["learned_tpm"]),
+                        learned_concurrency=row["learned_concurrency"],
+                        paused_until=row["paused_until"].isoformat(),
+                    ),
+                )
 
     def _settle(self, outcomes: list[Outcome], finished: list[queue.FinishResult]) -> None:
         for outcome in outcomes:
@@ -695,3 +704,14 @@ async def _first(*aws: Awaitable[Any], within: float | None = None) -> None:
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+
+
+def _earliest_retry(outcomes: list[Outcome]) -> dict[str, float]:
+    """The agents among these outcomes that the endpoint throttled, each with the earliest
+    Retry-After (seconds) it was given."""
+    earliest: dict[str, float] = {}
+    for o in outcomes:
+        if o.outcome == "throttled" and o.agent:
+            wait = o.retry_delay or 0.0
+            earliest[o.agent] = min(earliest.get(o.agent, wait), wait)
+    return earliest

@@ -234,28 +234,105 @@ async def test_a_new_limit_applies_to_the_next_claim(app: App, conn: Any) -> Non
     assert len(await claim(conn, ["free"])) == 2
 
 
-async def test_throttling_halves_the_budget_once_then_it_recovers(app: App, conn: Any) -> None:
-    (row,) = await queue.report_throttled(conn, ["budget"])
-    assert row["throttle_factor"] == 0.5
-    assert await queue.report_throttled(conn, ["budget"]) == [], "once per cooldown"
-    await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=2000) for _ in range(5)])
-    assert len(await claim(conn, ["budget"])) == 2, "5,000 of 10,000 left"
-    # Recovery is additive in time: half of the limit back over five windows.
+async def _backdate_attempts(conn: Any, seconds: float) -> None:
+    """Move every attempt `seconds` into the past, as if that much time had passed."""
     await conn.execute(
-        "UPDATE agents SET throttled_at = now() - interval '300 s' WHERE name = 'budget'"
+        "UPDATE task_attempts SET started_at = started_at - make_interval(secs => %(s)s),"
+        " finished_at = finished_at - make_interval(secs => %(s)s)",
+        {"s": seconds},
     )
-    limits = {r["name"]: r for r in await queue.agent_limits(conn)}
-    assert limits["budget"]["throttle_factor"] == 1.0
-    assert len(await claim(conn, ["budget"])) == 3
+
+
+async def _limits(conn: Any, agent: str) -> Any:
+    return {r["name"]: r for r in await queue.agent_limits(conn)}[agent]
+
+
+async def test_a_429_teaches_the_token_budget_the_window_held(app: App, conn: Any) -> None:
+    """The endpoint refused with 6,000 tokens in the window (declared: 10,000): the budget
+    becomes 90 % of that; the request factor halves once per cooldown; a second 429 with
+    the same window teaches the same, not less."""
+    await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=2000) for _ in range(9)])
+    first = await claim(conn, ["budget"], limit=3)
+    await finish(conn, first, tokens=2000)
+    (row,) = await queue.report_throttled(conn, {"budget": 0.0})
+    assert (row["learned_tpm"], row["shrunk"], row["throttle_factor"]) == (5400, True, 0.5)
+    (row,) = await queue.report_throttled(conn, {"budget": 0.0})
+    assert (row["learned_tpm"], row["shrunk"]) == (5400, False)
+    assert row["throttle_factor"] == pytest.approx(0.5, abs=0.001), "not halved again"
+    assert await claim(conn, ["budget"]) == [], "the window holds 6,000 of 5,400"
+
+
+async def test_a_learned_budget_is_spread_over_the_window(app: App, conn: Any) -> None:
+    """While a learned budget binds, a twentieth of it starts per twentieth of a window; a
+    task larger than that starts when nothing else started within the last twentieth."""
+    await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=2000) for _ in range(9)])
+    await finish(conn, await claim(conn, ["budget"], limit=3), tokens=2000)
+    await queue.report_throttled(conn, {"budget": 0.0})  # learned: 5,400
+    await _backdate_attempts(conn, 61)  # the window is empty again
+    assert len(await claim(conn, ["budget"])) == 1, "2,000 > 270, but nothing started yet"
+    assert await claim(conn, ["budget"]) == [], "this twentieth of the window is spent"
+    await _backdate_attempts(conn, 4)  # the next twentieth: 3,400 of the budget left
+    assert len(await claim(conn, ["budget"])) == 1
+    await _backdate_attempts(conn, 4)  # 1,400 left: not enough for 2,000
+    assert await claim(conn, ["budget"]) == []
+
+
+async def test_every_429_of_a_burst_may_lower_the_learned_budget(app: App, conn: Any) -> None:
+    """The first 429 of a burst comes back while requests that will be refused still hold
+    their reservations; later ones, counted with fewer of them, teach less."""
+    await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=2000) for _ in range(4)])
+    running = await claim(conn, ["budget"])
+    (row,) = await queue.report_throttled(conn, {"budget": 0.0})
+    assert row["learned_tpm"] == 7200, "90 % of the 8,000 reserved"
+    await queue.finish(conn, [Outcome(t.id, t.attempt, "throttled") for t in running[:2]])
+    (row,) = await queue.report_throttled(conn, {"budget": 0.0})
+    assert (row["learned_tpm"], row["shrunk"]) == (3600, False), "90 % of the 4,000 left"
+
+
+async def test_a_learned_budget_grows_slowly_near_where_it_failed(app: App, conn: Any) -> None:
+    await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=2000) for _ in range(3)])
+    await finish(conn, await claim(conn, ["budget"]), tokens=2000)
+    await queue.report_throttled(conn, {"budget": 0.0})  # learned: 5,400
+    for windows, expected in ((6, 5983), (10, 7020)):
+        await conn.execute(
+            "UPDATE agents SET throttled_at = now() - make_interval(secs => %(s)s)"
+            " WHERE name = 'budget'",
+            {"s": 60 * windows},
+        )
+        assert (await _limits(conn, "budget"))["learned_tpm"] == expected
+    # Grown past the declared 10,000, it no longer binds: the declared budget, unspread.
+    await conn.execute(
+        "UPDATE agents SET throttled_at = now() - interval '20 min', paused_until = NULL"
+        " WHERE name = 'budget'"
+    )
+    await _backdate_attempts(conn, 61)
+    await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=2000) for _ in range(9)])
+    assert len(await claim(conn, ["budget"])) == 5
+
+
+async def test_a_429_pauses_the_agent_until_its_retry_after(app: App, conn: Any) -> None:
+    await app.enqueue_many_async([NewTask("free", {}, estimated_tokens=1) for _ in range(5)])
+    (row,) = await queue.report_throttled(conn, {"free": 30.0})
+    assert row["paused_until"] is not None
+    assert await claim(conn, ["free"]) == [], "paused, although its budget has room"
+    assert 29 < (await _limits(conn, "free"))["paused_for"] <= 30
+    await conn.execute("UPDATE agents SET paused_until = now() - interval '1 ms'")
+    assert len(await claim(conn, ["free"])) == 1, "a learned budget of 100: spread, one first"
+    # A Retry-After longer than the window (a bad header) pauses for one window at most.
+    await conn.execute("UPDATE agents SET throttled_at = NULL")
+    await queue.report_throttled(conn, {"free": 86_400.0})
+    assert (await _limits(conn, "free"))["paused_for"] <= 60
 
 
 async def test_throttling_an_agent_without_limits_learns_a_concurrency(app: App, conn: Any) -> None:
-    # Tiny tasks: the token budget learned alongside never binds here.
+    # Tiny tasks: the token budget learned alongside binds only through its spread.
     await app.enqueue_many_async([NewTask("free", {}, estimated_tokens=1) for _ in range(20)])
     running = await claim(conn, ["free"], limit=8)
-    (row,) = await queue.report_throttled(conn, ["free"])
+    (row,) = await queue.report_throttled(conn, {"free": 0.0})
     assert row["learned_concurrency"] == 4.5, "half of the 8 running + the throttled one"
     await finish(conn, running)
+    await _backdate_attempts(conn, 61)
+    await conn.execute("UPDATE agents SET learned_tpm = 1000 WHERE name = 'free'")
     assert len(await claim(conn, ["free"])) == 4
     await conn.execute(
         "UPDATE agents SET throttled_at = now() - interval '12 s' WHERE name = 'free'"
@@ -272,27 +349,3 @@ async def _running(conn: Any) -> list[Any]:
 class _Claimed:
     def __init__(self, task_id: int, attempt: int) -> None:
         self.id, self.attempt = task_id, attempt
-
-
-async def test_throttling_an_agent_without_a_token_limit_learns_a_budget(
-    app: App, conn: Any
-) -> None:
-    """Limits unknown to Conveyor: the first 429 teaches a token budget of half of what
-    the window held, which then grows back with time."""
-    await app.enqueue_many_async([NewTask("capped", {}, estimated_tokens=2000) for _ in range(12)])
-    first = await claim(conn, ["capped"])  # capped: max_concurrent=3, no token limit
-    await finish(conn, first, tokens=2000)  # 6,000 tokens in the window
-    (row,) = await queue.report_throttled(conn, ["capped"])
-    assert row["learned_tpm"] == 3000, "half of the 6,000 the window held"
-    assert await claim(conn, ["capped"]) == [], "the window already holds more than 3,000"
-    await conn.execute(
-        "UPDATE task_attempts SET finished_at = now() - interval '61 s',"
-        " started_at = now() - interval '62 s'"
-    )
-    assert len(await claim(conn, ["capped"])) == 1, "3,000 of budget: one task of 2,000"
-    await conn.execute(
-        "UPDATE agents SET throttled_at = now() - interval '300 s' WHERE name = 'capped'"
-    )
-    limits = {r["name"]: r for r in await queue.agent_limits(conn)}
-    assert limits["capped"]["learned_tpm"] == 6000, "back to where it was in five windows"
-    assert len(await claim(conn, ["capped"])) == 2, "4,000 free now: two more tasks of 2,000"

@@ -55,34 +55,47 @@ SET max_concurrent = (code_limits->>'max_concurrent')::int,
     throttle_factor = 1,
     throttled_at = NULL,
     learned_tpm = NULL,
-    learned_concurrency = NULL
+    learned_concurrency = NULL,
+    paused_until = NULL
 WHERE name = %(name)s
 RETURNING name;
 
 -- name: agents_throttled
--- The endpoint throttled these agents: halve their budget, once per cooldown of a sixth of
--- the window (the attempts already in flight when it shrank will be throttled too, and
--- must not shrink it again). Without max_tpm, the budget learned is half of the tokens the
--- window held (or of the learned budget, if smaller); without max_tpm and max_rpm, also a
--- concurrency cap at half of what was running. Budgets grow back with time (see
--- conveyor_throttle_factor, conveyor_learned_tpm and conveyor_learned_concurrency).
+-- The endpoint throttled these agents (migration 0008 explains the policy):
+--  * the token budget becomes 90 %% of the tokens their window holds now (never more than
+--    what was in force, and never below 100). Every report may lower it again: the first
+--    429s of a burst come back while requests that will be refused are still counted;
+--  * the factor that scales max_rpm is halved, and a concurrency cap (agents with neither
+--    max_tpm nor max_rpm) set to half of what was running, at most once per sixth of the
+--    window: the attempts in flight when they shrank will be throttled too, and must not
+--    shrink them again;
+--  * no claim of the agent until the earliest Retry-After of the batch (a window at most).
+-- Growth restarts from now (conveyor_learned_tpm, conveyor_throttle_factor,
+-- conveyor_learned_concurrency).
 UPDATE agents a
-SET throttle_factor = greatest(0.05, conveyor_throttle_factor(a, now()) * 0.5),
-    learned_tpm = CASE
-        WHEN a.max_tpm IS NULL THEN greatest(100.0, 0.5 * least(
-            coalesce(conveyor_learned_tpm(a, now()), 9.0e18),
-            (SELECT tokens FROM conveyor_usage(a.name, a.window_seconds))))
-        ELSE a.learned_tpm END,
+SET throttle_factor = CASE WHEN s.cooled THEN greatest(0.05, s.factor * 0.5) ELSE s.factor END,
+    learned_tpm = least(conveyor_learned_tpm(a, now()), a.max_tpm,
+                        greatest(100.0, 0.9 * s.tokens)),
     learned_concurrency = CASE
-        WHEN a.max_tpm IS NULL AND a.max_rpm IS NULL THEN greatest(1.0, 0.5 * least(
-            coalesce(conveyor_learned_concurrency(a, now()), 2147483647),
-            1 + (SELECT running FROM conveyor_usage(a.name, a.window_seconds))))
-        ELSE a.learned_concurrency END,
+        WHEN s.cooled AND a.max_tpm IS NULL AND a.max_rpm IS NULL THEN greatest(1.0, 0.5 * least(
+            coalesce(conveyor_learned_concurrency(a, now()), 2147483647), 1 + s.running))
+        ELSE conveyor_learned_concurrency(a, now()) END,
+    paused_until = greatest(a.paused_until,
+                            now() + make_interval(secs => least(s.retry_after, a.window_seconds))),
     throttled_at = now()
-WHERE a.name = ANY(%(agents)s::text[])
-  AND (a.throttled_at IS NULL
-       OR a.throttled_at < now() - make_interval(secs => a.window_seconds / 6))
-RETURNING a.name, a.throttle_factor, a.learned_tpm, a.learned_concurrency;
+FROM (
+    SELECT g.name,
+           g.throttled_at IS NULL
+               OR g.throttled_at < now() - make_interval(secs => g.window_seconds / 6) AS cooled,
+           conveyor_throttle_factor(g, now()) AS factor,
+           u.running, u.tokens, r.retry_after
+    FROM unnest(%(agents)s::text[], %(retry_after)s::float8[]) AS r(name, retry_after)
+    JOIN agents g ON g.name = r.name
+    CROSS JOIN LATERAL conveyor_usage(g.name, g.window_seconds) u
+) s
+WHERE a.name = s.name
+RETURNING a.name, s.cooled AS shrunk, a.throttle_factor, a.learned_tpm, a.learned_concurrency,
+          a.paused_until;
 
 -- name: agents_limits
 -- Every agent's limits, what throttling made of them, and the current window's usage.
@@ -90,6 +103,7 @@ SELECT a.name, a.max_concurrent, a.max_tpm, a.max_rpm, a.window_seconds, a.limit
        conveyor_throttle_factor(a, now()) AS throttle_factor,
        conveyor_learned_concurrency(a, now()) AS learned_concurrency,
        conveyor_learned_tpm(a, now()) AS learned_tpm,
+       extract(epoch FROM a.paused_until - now()) AS paused_for,
        u.running, u.tokens, u.requests
 FROM agents a
 CROSS JOIN LATERAL conveyor_usage(a.name, a.window_seconds) u

@@ -1,0 +1,161 @@
+-- Adaptive back-off, second version: learn the endpoint's token limit from what it accepted,
+-- pause the agent for a 429's Retry-After, and spread admissions while a learned budget binds.
+--
+-- The first version halved the token budget on each 429 and let it grow back in five
+-- windows. Against an endpoint whose limit dropped to half without telling anyone, that
+-- saws between too much and too little: 46.6 % of the requests after the first window were
+-- refused (docs/benchmarks.md). Three changes, each aimed at one source of those 429s:
+--
+-- 1. What a 429 teaches is a measurement, not a halving: the endpoint refused with the
+--    window holding what it holds, so its limit is about that. The budget learned is 90 %
+--    of the window's tokens (never more than what was in force), and every 429 may lower it
+--    again, so that a burst of refusals converges on what was really accepted.
+-- 2. It then grows slowly near the level that failed and faster away from it: by 0.3 % of
+--    a window squared (+11 %, back to the level that failed, after six windows; +30 % after
+--    ten; doubled after eighteen), so that a lowered limit is probed rarely and a raised
+--    one is still found again.
+-- 3. Spread: while a learned budget binds, at most a twentieth of it starts per twentieth
+--    of a window. A budget still too high (the endpoint's limit just dropped) then
+--    overshoots by one twentieth at most, not by all of it at the window's turn; and a
+--    probe above the level that failed costs one twentieth's requests, not a window's.
+-- And a 429's Retry-After pauses the whole agent, since it is the endpoint's answer for the
+-- key every worker of the agent shares, not for the one request.
+
+ALTER TABLE agents
+    -- No claim of the agent before this time: the endpoint's Retry-After on a 429.
+    ADD COLUMN paused_until timestamptz;
+
+-- The learned token budget at time `at`: what the last 429 taught, grown by 0.3 % per
+-- window squared since then (see 2. above). NULL: nothing learned.
+CREATE OR REPLACE FUNCTION conveyor_learned_tpm(a agents, at timestamptz) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN a.learned_tpm IS NULL OR a.throttled_at IS NULL THEN NULL
+                ELSE floor(a.learned_tpm
+                           * (1 + 0.003 * power(extract(epoch FROM at - a.throttled_at)
+                                                / a.window_seconds, 2)))::bigint
+           END
+$$;
+
+-- The tokens of the agent's attempts that started within the last p_seconds: reservations
+-- of running ones, actual usage of finished ones (as conveyor_usage counts them). An
+-- attempt that started then is running or finished since, so the window index serves it.
+CREATE FUNCTION conveyor_recent_tokens(p_agent text, p_seconds double precision)
+RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(sum(CASE WHEN w.finished_at IS NULL
+                               OR (w.status = 'lost' AND w.input_tokens IS NULL)
+                             THEN w.reserved_tokens
+                             ELSE coalesce(w.input_tokens, 0) + coalesce(w.output_tokens, 0)
+                        END), 0)
+    FROM task_attempts w
+    WHERE w.agent = p_agent
+      AND (w.finished_at IS NULL OR w.finished_at > now() - make_interval(secs => p_seconds))
+      AND w.started_at > now() - make_interval(secs => p_seconds)
+$$;
+
+-- Admission for one limited agent, inside the claim transaction: which of its enqueued
+-- tasks may start now, at most p_want of them, with the tokens each reserves. (Agents
+-- without limits never come here: their claims take the plain path of tasks_claim, with
+-- no lock but the rows' own, and stay fully concurrent.)
+--
+-- Race-free across replicas: the agent's row is locked FOR UPDATE first, so the claims of
+-- one limited agent are serialised (for the few hundred microseconds this takes) and each
+-- sees the attempts the previous one inserted. Counting rows under READ COMMITTED without
+-- such a lock lets two claims both see room for one more.
+--
+-- Policy: tasks are considered in claim order (priority, then age). A task that does not fit
+-- may be overtaken by later ones that do, but only for one window: once it has waited that
+-- long, nothing behind it starts until it fits, so a large task is never starved by a
+-- stream of small ones. A task larger than the whole token budget starts alone, when
+-- nothing of the agent runs and the window is empty, rather than never. While a learned
+-- token budget binds, a twentieth of it may start per twentieth of a window; a task
+-- larger than that starts when nothing else started within the last twentieth.
+CREATE OR REPLACE FUNCTION conveyor_admit(p_agent text, p_want int)
+RETURNS TABLE (task_id bigint, reserved int, priority smallint, created_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    a agents;
+    factor double precision;
+    free_slots int;
+    free_tokens bigint;
+    token_limit bigint;
+    learned bigint;
+    paced boolean;
+    recent_tokens bigint;
+    free_pace bigint;
+    free_requests int;
+    running int;
+    used_tokens bigint;
+    used_requests int;
+    typical int;
+    cap int;
+    candidate record;
+    need int;
+BEGIN
+    -- Serialise this agent's claims; read its limits as they are now.
+    SELECT * INTO a FROM agents WHERE name = p_agent FOR UPDATE;
+    IF NOT FOUND OR p_want <= 0 OR a.paused_until > now() THEN
+        RETURN;
+    END IF;
+
+    SELECT u.running, u.tokens, u.requests INTO running, used_tokens, used_requests
+    FROM conveyor_usage(p_agent, a.window_seconds) u;
+
+    -- What a task without an estimate reserves: the agent's recent average actual usage.
+    SELECT round(avg(coalesce(r.input_tokens, 0) + coalesce(r.output_tokens, 0)))::int
+      INTO typical
+    FROM (SELECT input_tokens, output_tokens
+          FROM task_attempts
+          WHERE agent = p_agent AND finished_at IS NOT NULL AND input_tokens IS NOT NULL
+          ORDER BY finished_at DESC
+          LIMIT 50) r;
+    typical := coalesce(typical, 1000);
+
+    factor := conveyor_throttle_factor(a, now());
+    -- least() and greatest() skip NULLs: no limit, no learned cap, means no cap at all.
+    cap := least(a.max_concurrent,
+                 CASE WHEN a.max_tpm IS NULL AND a.max_rpm IS NULL
+                           AND a.learned_concurrency IS NOT NULL
+                      THEN greatest(1, conveyor_learned_concurrency(a, now())) END);
+    free_slots := least(p_want, coalesce(cap - running, p_want));
+    -- The declared budget or the learned one, whichever is lower; NULL: no limit.
+    learned := conveyor_learned_tpm(a, now());
+    token_limit := least(a.max_tpm, learned);
+    free_tokens := token_limit - used_tokens;
+    paced := learned IS NOT NULL AND learned = token_limit;
+    IF paced THEN
+        recent_tokens := conveyor_recent_tokens(p_agent, a.window_seconds / 20);
+        free_pace := token_limit / 20 - recent_tokens;
+    END IF;
+    free_requests := floor(a.max_rpm * factor)::int - used_requests;  -- NULL: no request limit
+
+    FOR candidate IN
+        SELECT t.id, t.estimated_tokens, t.run_after, t.priority, t.created_at
+        FROM tasks t
+        WHERE t.status = 'enqueued' AND t.agent = p_agent AND t.run_after <= now()
+        ORDER BY t.priority DESC, t.created_at, t.id
+        LIMIT 4 * p_want + 16
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        EXIT WHEN free_slots <= 0 OR free_requests <= 0;
+        need := coalesce(candidate.estimated_tokens, typical);
+        IF (free_tokens IS NULL OR need <= free_tokens
+            OR (running = 0 AND used_tokens = 0 AND need > token_limit))
+           AND (NOT paced OR need <= free_pace OR recent_tokens = 0) THEN
+            task_id := candidate.id;
+            reserved := need;
+            priority := candidate.priority;
+            created_at := candidate.created_at;
+            RETURN NEXT;
+            running := running + 1;
+            used_tokens := used_tokens + need;
+            free_slots := free_slots - 1;
+            free_tokens := free_tokens - need;
+            free_requests := free_requests - 1;
+            recent_tokens := recent_tokens + need;
+            free_pace := free_pace - need;
+        ELSIF candidate.run_after < now() - make_interval(secs => a.window_seconds) THEN
+            EXIT;  -- it has waited a whole window: it goes first, nothing overtakes it now
+        END IF;
+    END LOOP;
+END $$;
