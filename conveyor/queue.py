@@ -26,6 +26,7 @@ PRIORITY_MIN, PRIORITY_MAX = -32768, 32767
 MAX_PAYLOAD_BYTES = 1 << 20  # large inputs belong in documents, referenced from the payload
 INT32_MAX = 2**31 - 1
 COPY_THRESHOLD = 200  # unkeyed batches this large go by COPY
+COPY_CHUNK = 1000  # rows prepared and sent at a time, while the server inserts the last
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,9 +374,9 @@ async def enqueue_many(
     """
     if not tasks:
         return []
+    if len(tasks) >= COPY_THRESHOLD and all(t.idempotency_key is None for t in tasks):
+        return await _copy(conn, tasks, known_agents)
     rows = [_validate(t) for t in tasks]
-    if len(rows) >= COPY_THRESHOLD and not any(r["idempotency_key"] for r in rows):
-        return await _copy(conn, rows, known_agents)
     batch = _batch_json(rows)
     await check_agents(conn, {r["agent"] for r in rows}, known_agents)
     cur = await conn.execute(Q.tasks_enqueue, {"tasks": batch})
@@ -385,43 +386,49 @@ async def enqueue_many(
     return await _ids_in_input_order(conn, rows, inserted)
 
 
-async def _copy(conn: Connection, rows: list[dict[str, Any]], known_agents: set[str]) -> list[int]:
+async def _copy(conn: Connection, tasks: Sequence[NewTask], known_agents: set[str]) -> list[int]:
     """Insert a large batch without idempotency keys by COPY, in one transaction.
 
-    The rows are written in COPY's text format by hand: JSON text needs only its
-    backslashes doubled, and formatting a line is several times cheaper than passing each
-    value through a dumper.
+    The tasks are checked and formatted a chunk at a time, each chunk sent before the next
+    is prepared, so that PostgreSQL inserts one while Python prepares the next; a bad task
+    aborts the COPY, and the transaction with it, so nothing of the batch is written. The
+    rows are written in COPY's text format by hand: JSON text needs only its backslashes
+    doubled, and formatting a line is several times cheaper than passing each value
+    through a dumper.
     """
-    payloads = []
-    for n, row in enumerate(rows):
-        payload = _json_text(
-            {} if row["payload"] is None else row["payload"], f"the payload of task {n}"
-        )
-        if len(payload) > MAX_PAYLOAD_BYTES:
-            raise InvalidTask(
-                f"the payload of task {n} is {len(payload)} bytes; the limit is "
-                f"{MAX_PAYLOAD_BYTES} (store large inputs as documents and reference them)"
-            )
-        payloads.append(payload)
-    agents = sorted({r["agent"] for r in rows})
+    agents = {t.agent for t in tasks}
+    if not all(isinstance(a, str) for a in agents):
+        for task in tasks:
+            _validate(task)  # raises the clear error for the task that has it
     async with conn.transaction():
-        cur = await conn.execute(Q.tasks_reserve_ids, {"n": len(rows), "agents": agents})
+        cur = await conn.execute(Q.tasks_reserve_ids, {"n": len(tasks), "agents": sorted(agents)})
         reserved = await cur.fetchone()
         assert reserved is not None
         defaults = reserved["max_attempts"] or {}
-        missing = [a for a in agents if a not in defaults]
+        missing = sorted(agents - defaults.keys())
         if missing:
+            for task in tasks:
+                _validate(task)  # a malformed name is a bad task before an unknown agent
             raise UnknownAgent(missing)
-        known_agents.update(agents)
         ids, now = reserved["ids"], reserved["now"].isoformat()
         async with conn.cursor().copy(Q.tasks_copy) as copy:
             lines = []
-            for task_id, row, payload in zip(ids, rows, payloads, strict=True):
+            for n, (task_id, task) in enumerate(zip(ids, tasks, strict=True)):
+                row = _validate(task)
+                payload = _json_text(
+                    {} if row["payload"] is None else row["payload"], f"the payload of task {n}"
+                )
+                if len(payload) > MAX_PAYLOAD_BYTES:
+                    raise InvalidTask(
+                        f"the payload of task {n} is {len(payload)} bytes; the limit is "
+                        f"{MAX_PAYLOAD_BYTES} (store large inputs as documents and reference them)"
+                    )
                 lines.append(_copy_line(task_id, row, payload, defaults, now))
-                if len(lines) == 1000:
+                if len(lines) == COPY_CHUNK:
                     await copy.write("".join(lines))
                     lines.clear()
             await copy.write("".join(lines))
+    known_agents.update(agents)
     return list(ids)
 
 

@@ -153,16 +153,26 @@ async def test_payloads_that_are_not_json_are_refused(app: App, payload: Any) ->
         await app.enqueue_async("a", payload)
 
 
-async def test_a_bad_task_in_a_batch_refuses_the_whole_batch(app: App, conn: Any) -> None:
-    with pytest.raises(InvalidTask):
-        await app.enqueue_many_async([NewTask("a", {}), NewTask("a", {}, priority=10**6)])
+# 2,500: the COPY path, where the bad task comes after two chunks were already sent.
+@pytest.mark.parametrize("good", [1, 2500])
+async def test_a_bad_task_in_a_batch_refuses_the_whole_batch(
+    app: App, conn: Any, good: int
+) -> None:
+    tasks = [NewTask("a", {}) for _ in range(good)]
+    with pytest.raises(InvalidTask, match="priority"):
+        await app.enqueue_many_async([*tasks, NewTask("a", {}, priority=10**6)])
+    with pytest.raises(InvalidTask, match=f"payload of task {good}"):
+        await app.enqueue_many_async([*tasks, NewTask("a", {"x": float("nan")})])
     cur = await conn.execute("SELECT count(*) AS n FROM tasks")
     assert (await cur.fetchone())["n"] == 0
+    assert len(await app.enqueue_many_async(tasks)) == good, "the connection is usable after"
 
 
-async def test_unknown_agent_is_refused_with_its_name(app: App, conn: Any) -> None:
+@pytest.mark.parametrize("good", [1, 2500])
+async def test_unknown_agent_is_refused_with_its_name(app: App, conn: Any, good: int) -> None:
+    tasks = [NewTask("a", {}) for _ in range(good)]
     with pytest.raises(UnknownAgent, match="unknown agent 'invoice'"):
-        await app.enqueue_many_async([NewTask("a", {}), NewTask("invoice", {})])
+        await app.enqueue_many_async([*tasks, NewTask("invoice", {})])
     cur = await conn.execute("SELECT count(*) AS n FROM tasks")
     assert (await cur.fetchone())["n"] == 0
 

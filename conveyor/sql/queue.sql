@@ -138,7 +138,10 @@ RETURNING id, agent, idempotency_key;
 -- (several times faster than any parameterised insert): its ids, taken from the identity
 -- sequence in input order, the transaction's now() for its run_after, and the max_attempts
 -- of its agents. COPY writes the ids itself, like INSERT ... OVERRIDING SYSTEM VALUE.
-SELECT array_agg(nextval(pg_get_serial_sequence('tasks', 'id')) ORDER BY g) AS ids,
+-- The sequence is looked up once (the scalar subquery): pg_get_serial_sequence() per row
+-- took 90 %% of this statement's time at 10,000 ids.
+SELECT array_agg(nextval((SELECT pg_get_serial_sequence('tasks', 'id')::regclass)) ORDER BY g)
+           AS ids,
        now() AS now,
        (SELECT json_object_agg(name, max_attempts) FROM agents
         WHERE name = ANY(%(agents)s::text[])) AS max_attempts
