@@ -28,6 +28,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import math
 import os
 import random
 import socket
@@ -53,6 +54,9 @@ from conveyor.task import Task
 log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
+# Agents that run for a few ms may buffer up to this many times their concurrency (Worker.
+# prefetch): for them the buffer, not the database, bounds the rate.
+PREFETCH_MAX_FACTOR = 4
 
 
 def make_worker_id() -> str:
@@ -83,7 +87,14 @@ class Worker:
         self.concurrency = concurrency
         # Claimed tasks waiting for a free slot. They hide the exchange's round trip: when
         # an agent finishes, the next task starts at once instead of after a claim.
-        self.prefetch = concurrency if prefetch is None else prefetch
+        # Unless set, the buffer follows the tasks' length (see prefetch below): as many as
+        # the slots finish during two exchanges, at least `concurrency`, at most
+        # PREFETCH_MAX_FACTOR x concurrency. Agents that run for more than a few ms keep
+        # prefetch = concurrency; only very short ones, whose drain rate the buffer bounds,
+        # get more.
+        self._prefetch_fixed = prefetch
+        self._task_seconds: float | None = None  # moving average of an agent's run time
+        self._exchange_seconds: float | None = None  # ... and of an exchange
         self._buffer: collections.deque[tuple[ClaimedTask, float]] = collections.deque()
         self.specs: dict[str, AgentSpec] = {
             name: spec for name, spec in app.agents.items() if not agents or name in agents
@@ -271,6 +282,7 @@ class Worker:
             try:
                 if want > 0 and self._orphans_possible:
                     await self._release_orphans(db)
+                began = time.monotonic()
                 async with db.connection() as conn:
                     finished, claimed = await queue.finish_and_claim(
                         conn,
@@ -279,6 +291,9 @@ class Worker:
                         agents=claim_names,
                         limit=want,
                         limited_limit=limited_want,
+                    )
+                    self._exchange_seconds = _average(
+                        self._exchange_seconds, time.monotonic() - began
                     )
                     if throttled:
                         await self._report_throttled(conn, throttled)
@@ -372,6 +387,17 @@ class Worker:
         return max(0, self.concurrency - len(self._running) - len(self._buffer) - self._claiming)
 
     @property
+    def prefetch(self) -> int:
+        if self._prefetch_fixed is not None:
+            return self._prefetch_fixed
+        task, exchange = self._task_seconds, self._exchange_seconds
+        if task is None or exchange is None:
+            return self.concurrency
+        # Tasks the slots finish while two exchanges (the two lanes) are in flight.
+        wanted = math.ceil(self.concurrency * 2 * exchange / max(task, 1e-6))
+        return max(self.concurrency, min(PREFETCH_MAX_FACTOR * self.concurrency, wanted))
+
+    @property
     def capacity(self) -> int:
         """How many more tasks the worker would take: free slots plus free buffer room."""
         return self.concurrency + self.prefetch - len(self._running) - len(self._buffer)
@@ -422,6 +448,7 @@ class Worker:
             estimated_tokens=claimed.estimated_tokens,
         )
         kind, result, error, retry_delay = "failed", None, None, None
+        began = time.monotonic()
         try:
             if spec.dispatcher is not None:
                 await self._run_external(spec.dispatcher, claimed)
@@ -451,6 +478,7 @@ class Worker:
             error = _describe(exc)
             retry_delay = backoff(claimed.charged_attempts, spec.backoff_base, spec.backoff_max)
         finally:
+            self._task_seconds = _average(self._task_seconds, time.monotonic() - began)
             run = self._running.get(claimed.id)
             if run is not None and run.attempt == claimed.attempt:
                 del self._running[claimed.id]
@@ -715,3 +743,8 @@ def _earliest_retry(outcomes: list[Outcome]) -> dict[str, float]:
             wait = o.retry_delay or 0.0
             earliest[o.agent] = min(earliest.get(o.agent, wait), wait)
     return earliest
+
+
+def _average(average: float | None, value: float, weight: float = 0.05) -> float:
+    """An exponential moving average (the first value starts it)."""
+    return value if average is None else average + weight * (value - average)
