@@ -519,7 +519,7 @@ def tables(plan: Plan, runs: list[Run]) -> str:
     lines += [
         "",
         "| scenario | requests | attempts at once: peak (DB) / in flight at simulator "
-        "| budget factor: min | learned cap: min / last | tokens/window ÷ TPM, window by window |",
+        "| request factor: min | learned cap: min / last | tokens/window ÷ TPM, window by window |",
         "| --- | ---: | ---: | ---: | ---: | --- |",
     ]
     for run in runs:

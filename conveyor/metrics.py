@@ -226,6 +226,7 @@ async def summary(conn: Connection, filters: Filters) -> dict[str, Any]:
                     "tpm": int(lim["tokens"]),
                     "rpm": int(lim["requests"]),
                 },
+                "throttling": throttling(lim),
                 "cost_usd": _usd(seen["cost_usd"]),
             }
         )
@@ -247,6 +248,19 @@ async def summary(conn: Connection, filters: Filters) -> dict[str, Any]:
         "series": series,
         "range": {"since": span.h0, "until": span.h1},
         "generated_at": now,
+    }
+
+
+def throttling(limits: Mapping[str, Any]) -> dict[str, Any]:
+    """What 429s taught an agent (a row of queue.agent_limits): its learned token budget and
+    concurrency cap (None: nothing learned), the factor on its max_rpm, and how long it
+    stays paused by a Retry-After."""
+    paused = limits["paused_for"]
+    return {
+        "learned_tpm": limits["learned_tpm"],
+        "learned_concurrency": limits["learned_concurrency"],
+        "request_factor": round(float(limits["throttle_factor"]), 3),
+        "paused_for_seconds": round(max(0.0, float(paused)), 3) if paused is not None else 0.0,
     }
 
 
@@ -469,6 +483,7 @@ class PrometheusData:
     by_agent_status: list[dict[str, Any]]
     latency: dict[str, list[tuple[float, int]]]  # agent -> cumulative (le, count), +Inf last
     latency_sum_estimate: dict[str, float]
+    throttling: dict[str, dict[str, Any]]  # agent -> throttling(), for every agent
 
 
 async def prometheus_data(conn: Connection) -> PrometheusData:
@@ -497,6 +512,7 @@ async def prometheus_data(conn: Connection) -> PrometheusData:
         by_agent_status=[dict(r) for r in [*finished, *live]],
         latency=latency,
         latency_sum_estimate=sums,
+        throttling={r["name"]: throttling(r) for r in await queue.agent_limits(conn)},
     )
 
 

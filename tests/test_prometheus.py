@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from conveyor import App
+from conveyor import App, queue
 from tests import test_metrics as known
 from tests.test_metrics import known_set
 
@@ -72,3 +72,25 @@ async def test_counters_survive_prune_and_retry(
         assert {k: v for k, v in after.items() if k[0] == name} == {
             k: v for k, v in before.items() if k[0] == name
         }, name
+
+
+async def test_what_429s_taught_an_agent_is_exposed(
+    app: App, conn: Any, client: httpx.AsyncClient
+) -> None:
+    await known_set(app, conn)
+    before = await scrape(client)
+    assert ("conveyor_agent_learned_token_budget", (("agent", "invoice"),)) not in before
+    assert before["conveyor_agent_request_factor", (("agent", "invoice"),)] == 1.0
+
+    (window,) = [r["tokens"] for r in await queue.agent_limits(conn) if r["name"] == "invoice"]
+    await queue.report_throttled(conn, {"invoice": 20.0})
+    after = await scrape(client)
+    learned = round(0.9 * window)  # 90 % of what its window held
+    assert after["conveyor_agent_learned_token_budget", (("agent", "invoice"),)] == learned
+    assert after["conveyor_agent_request_factor", (("agent", "invoice"),)] == 0.5
+    assert 19 < after["conveyor_agent_paused_seconds", (("agent", "invoice"),)] <= 20
+    response = await client.get("/api/metrics")
+    (invoice,) = [a for a in response.json()["agents"] if a["agent"] == "invoice"]
+    assert invoice["throttling"]["learned_tpm"] == learned
+    assert invoice["throttling"]["request_factor"] == 0.5
+    assert 19 < invoice["throttling"]["paused_for_seconds"] <= 20

@@ -80,12 +80,20 @@ class AgentUsage(BaseModel):
     rpm: int
 
 
+class AgentThrottling(BaseModel):
+    learned_tpm: int | None
+    learned_concurrency: int | None
+    request_factor: float
+    paused_for_seconds: float
+
+
 class AgentRow(BaseModel):
     agent: str
     in_flight: int
     queued: int
     limits: AgentLimits
     usage: AgentUsage
+    throttling: AgentThrottling
     cost_usd: float
 
 
@@ -281,7 +289,27 @@ class _Snapshot:
                 [(_le(le), float(n)) for le, n in cumulative],
                 self.data.latency_sum_estimate[agent],
             )
-        return [tasks, attempts, throttled, tokens, cost, latency]
+        budget = GaugeMetricFamily(
+            "conveyor_agent_learned_token_budget",
+            "Tokens per window the agent learned from 429s (agents that learned one)",
+            labels=["agent"],
+        )
+        factor = GaugeMetricFamily(
+            "conveyor_agent_request_factor",
+            "Factor that 429s put on the agent's max_rpm (1: none)",
+            labels=["agent"],
+        )
+        paused = GaugeMetricFamily(
+            "conveyor_agent_paused_seconds",
+            "Seconds the agent stays paused by an endpoint's Retry-After",
+            labels=["agent"],
+        )
+        for agent, state in sorted(self.data.throttling.items()):
+            if state["learned_tpm"] is not None:
+                budget.add_metric([agent], float(state["learned_tpm"]))
+            factor.add_metric([agent], state["request_factor"])
+            paused.add_metric([agent], state["paused_for_seconds"])
+        return [tasks, attempts, throttled, tokens, cost, latency, budget, factor, paused]
 
 
 _COUNTED = ("attempts", "throttled", "input_tokens", "output_tokens", "llm_usd", "compute_usd")
