@@ -662,8 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--prefetch",
         type=_non_negative_int,
-        help="tasks claimed ahead of a free slot, to hide the round trip (default: = concurrency, "
-        "up to 4 x concurrency for agents that run for only a few ms)",
+        help="tasks claimed ahead of a free slot, to hide the round trip (default: = concurrency; "
+        "for agents that run for a few ms or less, more: up to 0.1 s of their work, 512 at most)",
     )
     p.add_argument(
         "--agent",

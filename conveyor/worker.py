@@ -54,9 +54,13 @@ from conveyor.task import Task
 log = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 4000
-# Agents that run for a few ms may buffer up to this many times their concurrency (Worker.
-# prefetch): for them the buffer, not the database, bounds the rate.
-PREFETCH_MAX_FACTOR = 4
+# Agents that run for a few ms or less buffer more tasks than their concurrency (Worker.
+# prefetch): for them the buffer, not the database, bounds the rate. The buffer never holds
+# more than PREFETCH_HORIZON seconds of work (by the average run time), which bounds how
+# long a task claimed later (an urgent one) waits behind it, nor more than PREFETCH_MAX
+# tasks.
+PREFETCH_HORIZON = 0.1
+PREFETCH_MAX = 512
 
 
 def make_worker_id() -> str:
@@ -88,10 +92,9 @@ class Worker:
         # Claimed tasks waiting for a free slot. They hide the exchange's round trip: when
         # an agent finishes, the next task starts at once instead of after a claim.
         # Unless set, the buffer follows the tasks' length (see prefetch below): as many as
-        # the slots finish during two exchanges, at least `concurrency`, at most
-        # PREFETCH_MAX_FACTOR x concurrency. Agents that run for more than a few ms keep
-        # prefetch = concurrency; only very short ones, whose drain rate the buffer bounds,
-        # get more.
+        # the slots finish during two exchanges, at least `concurrency`. Agents that run
+        # for more than a few ms keep prefetch = concurrency; only very short ones, whose
+        # drain rate the buffer bounds, get more.
         self._prefetch_fixed = prefetch
         self._task_seconds: float | None = None  # moving average of an agent's run time
         self._exchange_seconds: float | None = None  # ... and of an exchange
@@ -393,9 +396,13 @@ class Worker:
         task, exchange = self._task_seconds, self._exchange_seconds
         if task is None or exchange is None:
             return self.concurrency
-        # Tasks the slots finish while two exchanges (the two lanes) are in flight.
-        wanted = math.ceil(self.concurrency * 2 * exchange / max(task, 1e-6))
-        return max(self.concurrency, min(PREFETCH_MAX_FACTOR * self.concurrency, wanted))
+        task = max(task, 1e-6)
+        # Tasks the slots finish while two exchanges (the two lanes) are in flight: the
+        # larger the batches, the less each task pays of an exchange's fixed cost (its
+        # round trip, its commit, the statement-level triggers).
+        wanted = math.ceil(self.concurrency * 2 * exchange / task)
+        cap = min(PREFETCH_MAX, math.floor(self.concurrency * PREFETCH_HORIZON / task))
+        return max(self.concurrency, min(wanted, cap))
 
     @property
     def capacity(self) -> int:

@@ -300,3 +300,29 @@ async def test_a_throttled_agent_shrinks_its_shared_budget(settings: Settings, c
     row = await cur.fetchone()
     assert row["throttle_factor"] == 0.5 and row["throttled_at"] is not None
     await app.aclose()
+
+
+@pytest.mark.parametrize(
+    ("task_s", "exchange_s", "expected"),
+    [
+        (None, None, 16),  # nothing measured yet: one task per slot
+        (1.0, 0.005, 16),  # agents that run for a while: one per slot
+        (0.010, 0.020, 64),  # what 16 slots finish during two exchanges
+        (0.002, 0.005, 80),
+        (0.005, 0.100, 320),  # two exchanges' worth would be 640: 0.1 s of work at most
+        (0.00005, 0.003, 512),  # a no-op drain: 512 at most
+    ],
+)
+def test_the_default_prefetch_follows_the_tasks_length(
+    settings: Settings, task_s: float | None, exchange_s: float | None, expected: int
+) -> None:
+    app = App(settings=settings)
+    app.agent("quick")(_quick)
+    worker = Worker(app, concurrency=16)
+    worker._task_seconds, worker._exchange_seconds = task_s, exchange_s
+    assert worker.prefetch == expected
+    assert Worker(app, concurrency=16, prefetch=3).prefetch == 3, "a set prefetch stays"
+
+
+async def _quick(task: Task) -> None:
+    return None
