@@ -96,7 +96,7 @@ class Worker:
         # for more than a few ms keep prefetch = concurrency; only very short ones, whose
         # drain rate the buffer bounds, get more.
         self._prefetch_fixed = prefetch
-        self._task_seconds: float | None = None  # moving average of an agent's run time
+        self._task_seconds: dict[str, float] = {}  # agent -> moving average of its run time
         self._exchange_seconds: float | None = None  # ... and of an exchange
         self._buffer: collections.deque[tuple[ClaimedTask, float]] = collections.deque()
         self.specs: dict[str, AgentSpec] = {
@@ -393,10 +393,12 @@ class Worker:
     def prefetch(self) -> int:
         if self._prefetch_fixed is not None:
             return self._prefetch_fixed
-        task, exchange = self._task_seconds, self._exchange_seconds
-        if task is None or exchange is None:
-            return self.concurrency
-        task = max(task, 1e-6)
+        exchange = self._exchange_seconds
+        if exchange is None or self._task_seconds.keys() < self.specs.keys():
+            return self.concurrency  # an agent whose length is not known yet may be slow
+        # The slowest agent decides: tasks of a slow one must not wait behind a buffer
+        # sized for a quick one.
+        task = max(max(self._task_seconds.values()), 1e-6)
         # Tasks the slots finish while two exchanges (the two lanes) are in flight: the
         # larger the batches, the less each task pays of an exchange's fixed cost (its
         # round trip, its commit, the statement-level triggers).
@@ -485,7 +487,9 @@ class Worker:
             error = _describe(exc)
             retry_delay = backoff(claimed.charged_attempts, spec.backoff_base, spec.backoff_max)
         finally:
-            self._task_seconds = _average(self._task_seconds, time.monotonic() - began)
+            self._task_seconds[claimed.agent] = _average(
+                self._task_seconds.get(claimed.agent), time.monotonic() - began
+            )
             run = self._running.get(claimed.id)
             if run is not None and run.attempt == claimed.attempt:
                 del self._running[claimed.id]

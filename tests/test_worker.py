@@ -305,19 +305,22 @@ async def test_a_throttled_agent_shrinks_its_shared_budget(settings: Settings, c
 @pytest.mark.parametrize(
     ("task_s", "exchange_s", "expected"),
     [
-        (None, None, 16),  # nothing measured yet: one task per slot
-        (1.0, 0.005, 16),  # agents that run for a while: one per slot
-        (0.010, 0.020, 64),  # what 16 slots finish during two exchanges
-        (0.002, 0.005, 80),
-        (0.005, 0.100, 320),  # two exchanges' worth would be 640: 0.1 s of work at most
-        (0.00005, 0.003, 512),  # a no-op drain: 512 at most
+        ({}, None, 16),  # nothing measured yet: one task per slot
+        ({"quick": 0.00005}, 0.003, 16),  # "slow" has not run yet: it may be slow
+        ({"quick": 1.0, "slow": 1.0}, 0.005, 16),  # agents that run for a while: one per slot
+        ({"quick": 0.010, "slow": 0.010}, 0.020, 64),  # 16 slots' tasks during two exchanges
+        ({"quick": 0.002, "slow": 0.002}, 0.005, 80),
+        ({"quick": 0.005, "slow": 0.005}, 0.100, 320),  # rather than 640: 0.1 s of work
+        ({"quick": 0.00005, "slow": 0.00005}, 0.003, 512),  # a no-op drain: 512 at most
+        ({"quick": 0.00005, "slow": 2.0}, 0.003, 16),  # the slowest agent decides
     ],
 )
 def test_the_default_prefetch_follows_the_tasks_length(
-    settings: Settings, task_s: float | None, exchange_s: float | None, expected: int
+    settings: Settings, task_s: dict[str, float], exchange_s: float | None, expected: int
 ) -> None:
     app = App(settings=settings)
     app.agent("quick")(_quick)
+    app.agent("slow")(_quick)
     worker = Worker(app, concurrency=16)
     worker._task_seconds, worker._exchange_seconds = task_s, exchange_s
     assert worker.prefetch == expected
