@@ -26,7 +26,7 @@ EXPECTED_COLUMNS = {
     "agents": set(
         """name max_attempts lease_seconds registered_at last_seen_at max_concurrent max_tpm
         max_rpm limits_source code_limits window_seconds throttle_factor throttled_at
-        learned_tpm learned_concurrency compute_usd_per_hour""".split()
+        learned_tpm learned_concurrency compute_usd_per_hour paused_until""".split()
     ),
 }
 
