@@ -334,11 +334,14 @@ class Worker:
                 self._slot_free.clear()
             events += [self._stop, self._wake if free > 0 else self._slot_free]
         self._progress.clear()
-        await _first(
+        woken = await _first(
             *(e.wait() for e in events),
             within=None if stopping else self.settings.poll_interval,
         )
-        if not any(e.is_set() for e in events):
+        # Whether an event woke us, not whether one is set now: the other lane may have
+        # cleared it meanwhile, and taking that for the poll interval made two idle lanes
+        # wake each other for ever (an idle worker claimed ~1,000 times a second).
+        if not woken:
             self._work_maybe = True  # the poll interval passed: look again
 
     async def _report_throttled(self, conn: Any, retry_after: dict[str, float]) -> None:
@@ -732,11 +735,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}\n{text}".strip()
 
 
-async def _first(*aws: Awaitable[Any], within: float | None = None) -> None:
-    """Wait until the first of `aws` finishes (or `within` seconds pass); cancel the rest."""
+async def _first(*aws: Awaitable[Any], within: float | None = None) -> bool:
+    """Wait until the first of `aws` finishes (or `within` seconds pass); cancel the rest.
+    True if one finished, False if the time ran out."""
     tasks = [asyncio.ensure_future(a) for a in aws]
     try:
-        await asyncio.wait(tasks, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(tasks, timeout=within, return_when=asyncio.FIRST_COMPLETED)
+        return bool(done)
     finally:
         for t in tasks:
             t.cancel()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conveyor import App, PermanentFailure, Task, TaskStatus, Throttled
+from conveyor import App, PermanentFailure, Task, TaskStatus, Throttled, queue
 from conveyor.settings import Settings
 from conveyor.worker import Worker, backoff
 from tests.conftest import wait_for
@@ -216,6 +216,31 @@ async def test_a_notify_wakes_an_idle_worker_long_before_the_poll(settings: Sett
 
 async def _double(task: Task) -> int:
     return int(task.payload["n"]) * 2
+
+
+async def test_an_idle_worker_claims_once_per_poll_interval(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its two lanes must not wake each other: each waking lane used to take the other's
+    cleared event for its poll interval, and an idle worker claimed ~1,000 times a second."""
+    exchanges = 0
+    real = queue.finish_and_claim
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal exchanges
+        exchanges += 1
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(queue, "finish_and_claim", counted)
+    app = App(settings=dataclasses.replace(settings, poll_interval=0.2))
+    app.agent("double")(_double)
+    async with Running(Worker(app, concurrency=4)):
+        start = exchanges
+        await asyncio.sleep(1.0)  # the observation window, not a wait for a condition
+        idle_exchanges = exchanges - start
+    await app.aclose()
+    # 1 s at a 0.2 s poll: about 5 claims per lane, 10 in all; the bug made hundreds.
+    assert idle_exchanges <= 16, idle_exchanges
 
 
 async def test_without_listen_the_worker_polls(settings: Settings) -> None:
