@@ -420,6 +420,7 @@ async def _sample(url: str, samples: list[dict[str, Any]], origin: float, every:
                             "t": time.monotonic() - origin,
                             "throttle_factor": row["throttle_factor"],
                             "learned_concurrency": row["learned_concurrency"],
+                            "learned_tpm": row["learned_tpm"],
                             "running": row["running"],
                             "tokens": row["tokens"],
                             "requests": row["requests"],

@@ -102,6 +102,11 @@ class Worker:
         self.specs: dict[str, AgentSpec] = {
             name: spec for name, spec in app.agents.items() if not agents or name in agents
         }
+        # Agents whose admission depends on time: declared token or request budgets, and
+        # those the endpoint throttled (they learn a budget). See _poll_interval().
+        self._timed: set[str] = {
+            name for name, spec in self.specs.items() if spec.max_tpm or spec.max_rpm
+        }
         self.id = worker_id or make_worker_id()
         self.held: dict[int, int] = {}
         self._running: dict[int, _Run] = {}  # by task id
@@ -275,6 +280,7 @@ class Worker:
             # An agent the endpoint just throttled claims nothing in this exchange: its
             # budget is learned and its pause set after it, before its next claim.
             throttled = _earliest_retry(outcomes)
+            self._timed.update(throttled)
             claim_names = [n for n in names if n not in throttled]
             if not claim_names:
                 want = limited_want = 0
@@ -336,13 +342,25 @@ class Worker:
         self._progress.clear()
         woken = await _first(
             *(e.wait() for e in events),
-            within=None if stopping else self.settings.poll_interval,
+            within=None if stopping else self._poll_interval(),
         )
         # Whether an event woke us, not whether one is set now: the other lane may have
         # cleared it meanwhile, and taking that for the poll interval made two idle lanes
         # wake each other for ever (an idle worker claimed ~1,000 times a second).
         if not woken:
             self._work_maybe = True  # the poll interval passed: look again
+
+    def _poll_interval(self) -> float:
+        """How long an idle lane waits before it looks again, without a NOTIFY. Room under
+        a token or request budget comes back with time, which nothing announces, and a
+        learned budget is spread over twentieths of its window (migration 0008): agents
+        with such a budget are looked at twice per twentieth, if that is more often than
+        the poll interval (it is for windows under 40 poll intervals), and at most ten
+        times a second."""
+        if not self._timed:
+            return self.settings.poll_interval
+        window = min(self.specs[name].window_seconds for name in self._timed)
+        return min(self.settings.poll_interval, max(0.1, window / 40))
 
     async def _report_throttled(self, conn: Any, retry_after: dict[str, float]) -> None:
         """Teach the agents the endpoint throttled (agent -> the earliest Retry-After of

@@ -277,6 +277,20 @@ async def test_a_learned_budget_is_spread_over_the_window(app: App, conn: Any) -
     assert await claim(conn, ["budget"]) == []
 
 
+async def test_a_refused_request_keeps_its_share_of_the_spread(app: App, conn: Any) -> None:
+    """Its refusal must not make room in the twentieth for the next request at once."""
+    await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=2000) for _ in range(9)])
+    await finish(conn, await claim(conn, ["budget"], limit=3), tokens=2000)
+    await queue.report_throttled(conn, {"budget": 0.0})  # learned: 5,400
+    await conn.execute("UPDATE agents SET paused_until = NULL")
+    await _backdate_attempts(conn, 61)
+    (sent,) = await claim(conn, ["budget"])
+    await queue.finish(conn, [Outcome(sent.id, sent.attempt, "throttled", retry_delay=0)])
+    assert await claim(conn, ["budget"]) == [], "the twentieth still holds the refused one"
+    await _backdate_attempts(conn, 4)
+    assert len(await claim(conn, ["budget"])) == 1
+
+
 async def test_every_429_of_a_burst_may_lower_the_learned_budget(app: App, conn: Any) -> None:
     """The first 429 of a burst comes back while requests that will be refused still hold
     their reservations; later ones, counted with fewer of them, teach less."""

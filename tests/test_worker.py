@@ -354,3 +354,22 @@ def test_the_default_prefetch_follows_the_tasks_length(
 
 async def _quick(task: Task) -> None:
     return None
+
+
+def test_agents_with_timed_budgets_are_looked_at_more_often(settings: Settings) -> None:
+    """Room under a token or request budget comes back with time, which no NOTIFY says:
+    such agents are looked at twice per twentieth of their window, if that is sooner."""
+    settings = dataclasses.replace(settings, poll_interval=1.0)
+    app = App(settings=settings)
+    app.agent("quick")(_quick)
+    app.agent("budget", max_tpm=1000, window_seconds=10)(_quick)
+    app.agent("minute", max_rpm=60)(_quick)
+    assert Worker(app, agents=["quick"])._poll_interval() == 1.0
+    assert Worker(app, agents=["quick", "budget"])._poll_interval() == 0.25
+    assert Worker(app, agents=["minute"])._poll_interval() == 1.0, "60 s / 40 > 1 s"
+    throttled = Worker(app, agents=["quick"])
+    throttled._timed.add("quick")  # as after a 429: it learns a budget over 60 s
+    assert throttled._poll_interval() == 1.0
+    short = App(settings=settings)
+    short.agent("tiny", max_tpm=10, window_seconds=1)(_quick)
+    assert Worker(short)._poll_interval() == 0.1, "ten times a second at most"

@@ -36,13 +36,17 @@ LANGUAGE sql STABLE AS $$
            END
 $$;
 
--- The tokens of the agent's attempts that started within the last p_seconds: reservations
--- of running ones, actual usage of finished ones (as conveyor_usage counts them). An
--- attempt that started then is running or finished since, so the window index serves it.
+-- The tokens of the agent's attempts that started within the last p_seconds, for the
+-- spread: reservations of running ones, actual usage of finished ones (as conveyor_usage
+-- counts them), except that a throttled attempt keeps its reservation. The endpoint did not
+-- count it, but it was sent: if its refusal freed its share of the twentieth at once, the
+-- next claim, a few ms later and before the pause is recorded, would send another request
+-- into the full window, and each refusal would make room for the next. An attempt that
+-- started then is running or finished since, so the window index serves it.
 CREATE FUNCTION conveyor_recent_tokens(p_agent text, p_seconds double precision)
 RETURNS bigint
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce(sum(CASE WHEN w.finished_at IS NULL
+    SELECT coalesce(sum(CASE WHEN w.finished_at IS NULL OR w.status = 'throttled'
                                OR (w.status = 'lost' AND w.input_tokens IS NULL)
                              THEN w.reserved_tokens
                              ELSE coalesce(w.input_tokens, 0) + coalesce(w.output_tokens, 0)
