@@ -241,8 +241,10 @@ ORDER BY c.priority DESC, c.created_at, c.id;
 -- Outcomes: succeeded, failed (retry_delay NULL = do not retry), throttled (back in the
 -- queue without spending a retry), released (a worker shutting down hands it back) and
 -- cancelled (the agent stopped because the task was cancelled or taken away).
-WITH outcome AS (
-    SELECT *
+WITH outcome AS MATERIALIZED (
+    -- ended_at: one reading of the clock per outcome, for the attempt's finished_at and
+    -- its compute cost alike, so that the cost is exactly its wall time at the rate.
+    SELECT *, clock_timestamp() AS ended_at
     FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[], %(outcomes)s::text[],
                 %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
                 %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[],
@@ -272,7 +274,7 @@ WITH outcome AS (
                          THEN now() + make_interval(secs => coalesce(d.retry_delay, 0))
                          ELSE t.run_after END,
         finished_at = CASE WHEN d.new_status IN ('completed', 'failed', 'cancelled')
-                           THEN clock_timestamp() END,
+                           THEN d.ended_at END,
         lease_expires_at = NULL,
         locked_by = NULL
     FROM decided d
@@ -290,7 +292,7 @@ WITH outcome AS (
         -- A worker may claim a task before a slot is free for it (its prefetch buffer):
         -- the attempt began when the agent started, not when the task was claimed.
         started_at = a.started_at + make_interval(secs => o.started_after),
-        finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE clock_timestamp() END,
+        finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE o.ended_at END,
         error = CASE WHEN e.id IS NULL THEN a.error ELSE o.error END,
         late_outcome = CASE WHEN e.id IS NULL THEN coalesce(a.late_outcome, o.outcome) END,
         -- Usage is recorded once per attempt: the first report wins, a repeat changes nothing.
@@ -306,7 +308,7 @@ WITH outcome AS (
         compute_cost_usd = CASE
             WHEN e.id IS NULL THEN a.compute_cost_usd
             ELSE conveyor_compute_cost(
-                a.started_at + make_interval(secs => o.started_after), clock_timestamp(),
+                a.started_at + make_interval(secs => o.started_after), o.ended_at,
                 coalesce(o.compute_rate, (SELECT g.compute_usd_per_hour FROM agents g
                                           WHERE g.name = a.agent)))
         END
