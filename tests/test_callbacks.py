@@ -271,3 +271,24 @@ async def test_an_http_job_is_posted_to_a_runner_that_calls_back(settings: Setti
     (attempt,) = task.attempt_history
     assert attempt.run_id == f"batch-{attempt.id}" and attempt.input_tokens == 5
     assert received[0]["task_id"] == task_id and "callback_secret" in received[0]
+
+
+async def test_usage_reported_without_a_cost_is_priced(served: Any, conn: Any) -> None:
+    app, _ = served
+    app.settings = dataclasses.replace(
+        app.settings,
+        llm_prices='{"priced": {"input_per_mtok": 1000000, "output_per_mtok": 2000000}}',
+    )
+    # The router priced with the settings it was built with: serve again with these.
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as priced:
+        costs = []
+        for model in ("priced", "no-such-model-xyz"):
+            task_id, claimed = await _claimed(app, conn)
+            body = {
+                "status": "succeeded",
+                "usage": {"model": model, "input_tokens": 3, "output_tokens": 1},
+            }
+            assert (await _post(priced, conn, claimed.attempt_id, body)).status_code == 200
+            (attempt,) = (await app.get_task_async(task_id)).attempt_history
+            costs.append(attempt.llm_cost_usd)
+    assert costs == [3 * 1 + 1 * 2, None], "priced from the override; unknown: left empty"

@@ -13,6 +13,7 @@ the API token. Idempotent: webhooks arrive twice, late, or out of order, so
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from conveyor import queue
 from conveyor.app import App
 from conveyor.external import SIGNATURE_HEADER, TIMESTAMP_HEADER, attempt_secret, verify
+from conveyor.llm.pricing import Pricer, parse_prices
 from conveyor.queue import Outcome
 from conveyor.web.errors import ApiError, parse_id
 from conveyor.web.models import Text, storable_json
@@ -67,6 +69,8 @@ class CallbackAnswer(BaseModel):
 def router(app: App) -> APIRouter:
     api = APIRouter(tags=["external jobs"])
     keys: list[str] = []  # the database's callback key, read once
+    # Usage reported without its cost is priced like a worker prices its agents' calls.
+    pricer = Pricer(parse_prices(app.settings.llm_prices))
 
     @api.post(
         "/api/callbacks/{attempt_id}",
@@ -111,7 +115,10 @@ def router(app: App) -> APIRouter:
             )
             if running or row["status"] in ("lost", "cancelled"):
                 # Applied while the attempt runs; otherwise fenced off and kept on record.
-                await queue.finish(conn, [_outcome(app, row, body)])
+                cost = body.cost_usd
+                if cost is None:
+                    cost = await _price(pricer, body.usage)
+                await queue.finish(conn, [_outcome(app, row, body, cost)])
             if row["status"] == "lost":
                 raise ApiError(
                     409,
@@ -171,7 +178,18 @@ def _parse(raw: bytes) -> CallbackBody:
         raise ApiError(422, "invalid_request", f"{where}: {first['msg']}") from None
 
 
-def _outcome(app: App, row: Any, body: CallbackBody) -> Outcome:
+async def _price(pricer: Pricer, usage: CallbackUsage | None) -> float | None:
+    """The cost of usage a job reported without one; None when there is no model or its
+    price is not known (the attempt's LLM cost stays empty, as for an agent's calls)."""
+    if usage is None or usage.model is None:
+        return None
+    if pricer.needs_loading([usage.model]):
+        await asyncio.to_thread(pricer.load)  # half a second, once: not in the event loop
+    cost = pricer.cost(usage.model, usage.input_tokens or 0, usage.output_tokens or 0)
+    return float(cost) if cost is not None else None
+
+
+def _outcome(app: App, row: Any, body: CallbackBody, cost_usd: float | None) -> Outcome:
     usage = body.usage or CallbackUsage()
     retry_delay = None
     if body.status == "failed" and body.retry:
@@ -189,5 +207,5 @@ def _outcome(app: App, row: Any, body: CallbackBody) -> Outcome:
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
         trace_id=body.trace_id,
-        llm_cost_usd=body.cost_usd,
+        llm_cost_usd=cost_usd,
     )
