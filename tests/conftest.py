@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from conveyor import App
 from conveyor.db.migrate import migrate
@@ -47,9 +47,28 @@ def server_url() -> Iterator[str]:
     server.release()  # stops it, unless another test session still uses it
 
 
+def _drop_orphans(conn: psycopg.Connection[Any], server_url: str) -> None:
+    """Drop the databases of test sessions that ended without cleaning up (killed, or
+    interrupted twice): their names carry the session's pid, and on a server on this
+    machine a pid that is not running any more cannot be using them."""
+    host = conninfo_to_dict(server_url).get("host") or "localhost"
+    if host not in ("localhost", "127.0.0.1", "::1") and not str(host).startswith("/"):
+        return  # another machine's pids mean nothing here
+    names = conn.execute(
+        "SELECT datname FROM pg_database WHERE datname ~ '^conveyor_(tmpl|t)_[0-9]+(_|$)'"
+    ).fetchall()
+    for (name,) in names:
+        pid = int(name.split("_")[2])
+        if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
 @pytest.fixture(scope="session")
 def template_db(server_url: str) -> Iterator[str]:
     with psycopg.connect(server_url, autocommit=True) as conn:
+        _drop_orphans(conn, server_url)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(TEMPLATE)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
 
@@ -70,7 +89,7 @@ def template_db(server_url: str) -> Iterator[str]:
 
 @pytest.fixture
 def database_url(server_url: str, template_db: str) -> Iterator[str]:
-    name = f"conveyor_t_{secrets.token_hex(6)}"
+    name = f"conveyor_t_{os.getpid()}_{secrets.token_hex(6)}"
     with psycopg.connect(server_url, autocommit=True) as conn:
         conn.execute(
             sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
