@@ -528,21 +528,12 @@ class Worker:
                 output_tokens=usage.output_tokens if usage.calls else None,
                 started_after=waited,
                 trace_id=task.trace_id,
-                llm_cost_usd=self._llm_cost(task),
+                llm_cost_usd=self.pricer.attempt_cost(
+                    {m: (i, o) for m, (i, o) in task.usage.by_model.items()}
+                ),
             )
         )
         self._fill_slots()
-
-    def _llm_cost(self, task: Task) -> float | None:
-        """What the attempt's model calls cost (None: no calls, or a model without price)."""
-        if not task.usage.by_model:
-            return None
-        try:
-            cost = self.pricer.total({m: (i, o) for m, (i, o) in task.usage.by_model.items()})
-        except Exception as exc:  # a pricing bug must not lose the attempt's outcome
-            log.warning("could not price an attempt", extra=fields(error=str(exc)))
-            return None
-        return None if cost is None else float(cost)
 
     async def _call(self, spec: AgentSpec, task: Task) -> Any:
         try:

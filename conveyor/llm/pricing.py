@@ -120,6 +120,19 @@ class Pricer:
             total += cost
         return total
 
+    def attempt_cost(self, usage_by_model: Mapping[str, tuple[int, int]]) -> float | None:
+        """What an attempt's model calls cost, for its `llm_cost_usd`: None when there were
+        no calls, a model has no known price, or pricing itself failed (a pricing bug must
+        not lose the attempt's outcome)."""
+        if not usage_by_model:
+            return None
+        try:
+            cost = self.total(usage_by_model)
+        except Exception as exc:
+            log.warning("could not price an attempt", extra=fields(error=str(exc)))
+            return None
+        return None if cost is None else float(cost)
+
     def _warn_once(self, model: str) -> None:
         with self._lock:
             if model in self._warned:

@@ -179,14 +179,13 @@ def _parse(raw: bytes) -> CallbackBody:
 
 
 async def _price(pricer: Pricer, usage: CallbackUsage | None) -> float | None:
-    """The cost of usage a job reported without one; None when there is no model or its
-    price is not known (the attempt's LLM cost stays empty, as for an agent's calls)."""
+    """The cost of usage a job reported without one, as a worker prices its agents' calls
+    (None: no model, or no price known for it)."""
     if usage is None or usage.model is None:
         return None
     if pricer.needs_loading([usage.model]):
         await asyncio.to_thread(pricer.load)  # half a second, once: not in the event loop
-    cost = pricer.cost(usage.model, usage.input_tokens or 0, usage.output_tokens or 0)
-    return float(cost) if cost is not None else None
+    return pricer.attempt_cost({usage.model: (usage.input_tokens or 0, usage.output_tokens or 0)})
 
 
 def _outcome(app: App, row: Any, body: CallbackBody, cost_usd: float | None) -> Outcome:
