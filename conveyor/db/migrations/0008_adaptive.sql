@@ -36,25 +36,38 @@ LANGUAGE sql STABLE AS $$
            END
 $$;
 
--- The tokens of the agent's attempts that started within the last p_seconds, for the
--- spread: reservations of running ones, actual usage of finished ones (as conveyor_usage
--- counts them), except that a throttled attempt keeps its reservation. The endpoint did not
--- count it, but it was sent: if its refusal freed its share of the twentieth at once, the
--- next claim, a few ms later and before the pause is recorded, would send another request
--- into the full window, and each refusal would make room for the next. An attempt that
--- started then is running or finished since, so the window index serves it.
-CREATE FUNCTION conveyor_recent_tokens(p_agent text, p_seconds double precision)
-RETURNS bigint
+-- An agent's usage in its current window (as in 0002), and now also the tokens of the
+-- attempts that started within its last twentieth, for the spread (below): the same
+-- accounting, in the same scan, except that a throttled attempt keeps its reservation
+-- there. The endpoint did not count it, but it was sent: if its refusal freed its share of
+-- the twentieth at once, the next claim, a few ms later and before the pause is recorded,
+-- would send another request into the full window, and each refusal would make room for
+-- the next. (Its OUT columns change, so the function is dropped and created again.)
+DROP FUNCTION conveyor_usage(text, double precision);
+CREATE FUNCTION conveyor_usage(p_agent text, p_window double precision,
+                               OUT running bigint, OUT tokens bigint, OUT requests bigint,
+                               OUT spread_tokens bigint)
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce(sum(CASE WHEN w.finished_at IS NULL OR w.status = 'throttled'
-                               OR (w.status = 'lost' AND w.input_tokens IS NULL)
-                             THEN w.reserved_tokens
-                             ELSE coalesce(w.input_tokens, 0) + coalesce(w.output_tokens, 0)
-                        END), 0)
-    FROM task_attempts w
-    WHERE w.agent = p_agent
-      AND (w.finished_at IS NULL OR w.finished_at > now() - make_interval(secs => p_seconds))
-      AND w.started_at > now() - make_interval(secs => p_seconds)
+    SELECT count(*) FILTER (WHERE u.finished_at IS NULL),
+           coalesce(sum(u.spent), 0),
+           count(*) FILTER (WHERE u.started_at > now() - make_interval(secs => p_window)),
+           coalesce(sum(CASE WHEN u.status = 'throttled' THEN u.reserved_tokens ELSE u.spent END)
+                    FILTER (WHERE u.started_at > now() - make_interval(secs => p_window / 20)),
+                    0)
+    FROM (
+        -- What an attempt counts for: the reservation of a running one (or of a lost one
+        -- that never reported: what it spent is unknown), else what it reported.
+        SELECT w.finished_at, w.started_at, w.status, w.reserved_tokens,
+               CASE WHEN w.finished_at IS NULL
+                         OR (w.status = 'lost' AND w.input_tokens IS NULL)
+                    THEN w.reserved_tokens
+                    ELSE coalesce(w.input_tokens, 0) + coalesce(w.output_tokens, 0)
+               END AS spent
+        FROM task_attempts w
+        WHERE w.agent = p_agent
+          AND (w.finished_at IS NULL
+               OR w.finished_at > now() - make_interval(secs => p_window))
+    ) u
 $$;
 
 -- Admission for one limited agent, inside the claim transaction: which of its enqueued
@@ -102,7 +115,8 @@ BEGIN
         RETURN;
     END IF;
 
-    SELECT u.running, u.tokens, u.requests INTO running, used_tokens, used_requests
+    SELECT u.running, u.tokens, u.requests, u.spread_tokens
+      INTO running, used_tokens, used_requests, recent_tokens
     FROM conveyor_usage(p_agent, a.window_seconds) u;
 
     -- What a task without an estimate reserves: the agent's recent average actual usage.
@@ -127,10 +141,7 @@ BEGIN
     token_limit := least(a.max_tpm, learned);
     free_tokens := token_limit - used_tokens;
     paced := learned IS NOT NULL AND learned = token_limit;
-    IF paced THEN
-        recent_tokens := conveyor_recent_tokens(p_agent, a.window_seconds / 20);
-        free_pace := token_limit / 20 - recent_tokens;
-    END IF;
+    free_pace := CASE WHEN paced THEN token_limit / 20 - recent_tokens END;
     free_requests := floor(a.max_rpm * factor)::int - used_requests;  -- NULL: no request limit
 
     FOR candidate IN
