@@ -530,11 +530,14 @@ def _usage(used: int, limit: int | None, learned: int | None) -> str:
 def _throttle(row: Any) -> str:
     """What throttling does to the agent now: a pause (a 429's Retry-After) and the factor
     on its request limit; the learned token budget shows in its own column."""
+    from conveyor.metrics import throttling
+
+    state = throttling(row)
     parts = []
-    if row["paused_for"] is not None and row["paused_for"] > 0:
-        parts.append(f"paused {float(row['paused_for']):.1f}s")
-    if row["throttle_factor"] < 1:
-        parts.append(f"requests x{row['throttle_factor']:.2f}")
+    if state["paused_for_seconds"] > 0:
+        parts.append(f"paused {state['paused_for_seconds']:.1f}s")
+    if state["request_factor"] < 1:
+        parts.append(f"requests x{state['request_factor']:.2f}")
     return ", ".join(parts) or "-"
 
 

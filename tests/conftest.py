@@ -47,6 +47,10 @@ def server_url() -> Iterator[str]:
     server.release()  # stops it, unless another test session still uses it
 
 
+def _drop_database(conn: psycopg.Connection[Any], name: str) -> None:
+    conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 def _drop_orphans(conn: psycopg.Connection[Any], server_url: str) -> None:
     """Drop the databases of test sessions that ended without cleaning up (killed, or
     interrupted twice): their names carry the session's pid, and on a server on this
@@ -60,16 +64,14 @@ def _drop_orphans(conn: psycopg.Connection[Any], server_url: str) -> None:
     for (name,) in names:
         pid = int(name.split("_")[2])
         if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+            _drop_database(conn, name)
 
 
 @pytest.fixture(scope="session")
 def template_db(server_url: str) -> Iterator[str]:
     with psycopg.connect(server_url, autocommit=True) as conn:
         _drop_orphans(conn, server_url)
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(TEMPLATE)))
+        _drop_database(conn, TEMPLATE)
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE)))
 
     async def build() -> None:
@@ -82,9 +84,7 @@ def template_db(server_url: str) -> Iterator[str]:
     asyncio.run(build())
     yield TEMPLATE
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEMPLATE))
-        )
+        _drop_database(conn, TEMPLATE)
 
 
 @pytest.fixture
@@ -98,9 +98,7 @@ def database_url(server_url: str, template_db: str) -> Iterator[str]:
         )
     yield with_dbname(server_url, name)
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+        _drop_database(conn, name)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -223,6 +224,18 @@ def test_limits_show_set_and_reset(database_url: str) -> None:
     assert unknown.returncode == 1 and "unknown agent 'ghost'" in unknown.stderr
     bad = conveyor("limits", "set", "invoice", "--max-tpm", "-5", url=database_url)
     assert bad.returncode == 2 and "must be 0 or more" in bad.stderr
+
+
+def test_limits_show_what_throttling_did(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO agents (name, max_rpm, throttle_factor, throttled_at, learned_tpm,"
+            " paused_until) VALUES ('invoice', 60, 0.5, now(), 5400, now() + interval '30 s')"
+        )
+    shown = conveyor("limits", url=database_url)
+    assert shown.returncode == 0, shown.stderr
+    assert "(learned 5400)" in shown.stdout
+    assert re.search(r"paused \d+\.\ds", shown.stdout) and "requests x0.50" in shown.stdout
 
 
 def test_web_refuses_to_listen_beyond_loopback_without_a_token(database_url: str) -> None:
