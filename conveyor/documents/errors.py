@@ -1,5 +1,6 @@
-"""What can be wrong with a document, as exceptions the API and the CLI both turn into
-answers: the web layer maps each to its status (413, 415, 422, 409)."""
+"""What can be wrong with a document, or with the folder it is stored in, as exceptions the
+API and the CLI both turn into answers: the web layer maps each to its status (413, 415,
+422, 409 for the document; 507, 503 for the folder)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,22 @@ class UnreadableDocument(DocumentError):
 
 class IdempotencyConflict(DocumentError):
     """The idempotency key already names a task for other bytes."""
+
+
+class StorageUnavailable(ConveyorError):
+    """The documents folder could not take a file (an OS error writing, flushing or moving
+    it). Nothing of the upload was kept. Not a DocumentError: the file was fine."""
+
+    def __init__(self, root: object, problem: str, advice: str) -> None:
+        self.root = root
+        super().__init__(
+            f"the documents folder {root} {problem}; nothing of this upload was kept: {advice}"
+        )
+
+
+class StorageFull(StorageUnavailable):
+    """No space left on the folder's device, or the user's disk quota is used up."""
+
+
+class StorageNotWritable(StorageUnavailable):
+    """The folder is on a read-only file system, or this process may not write there."""

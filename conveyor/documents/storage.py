@@ -6,6 +6,9 @@ from its first bytes; once complete (and flushed to disk) it is renamed to
 (a rename within one filesystem is atomic), and a refused file leaves nothing behind. The
 client's file name never reaches a path: it is only recorded, in the database.
 
+A folder that cannot take the file (full, read-only, not ours) raises StorageUnavailable
+(StorageFull, StorageNotWritable), never a bare OSError, and the temp file is removed.
+
     store = DocumentStore(settings.home / "documents")
     stored = await store.put(chunks)              # an async iterable of bytes
     store.path_of(stored.sha256)                  # where a document agent reads it
@@ -14,6 +17,8 @@ client's file name never reaches a path: it is only recorded, in the database.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import hashlib
 import io
 import os
@@ -21,13 +26,20 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
-from conveyor.documents.errors import TooLarge, UnreadableDocument, UnsupportedMediaType
+from conveyor.documents.errors import (
+    StorageFull,
+    StorageNotWritable,
+    StorageUnavailable,
+    TooLarge,
+    UnreadableDocument,
+    UnsupportedMediaType,
+)
 from conveyor.documents.pdf import page_count
 from conveyor.documents.sniff import ACCEPTED_TYPES, PDF, SNIFF_BYTES, accepted, sniff
 from conveyor.settings import Settings, SettingsError
@@ -189,12 +201,22 @@ class Upload:
                 return
             self._state = "discarded"
             if self._file is not None:
-                self._file.close()
+                # Closing flushes what is buffered, which fails again on a full disk; the
+                # file is being thrown away, so that error is not this one's to raise.
+                with contextlib.suppress(OSError):
+                    self._file.close()
                 self._file = None
             if self._temp is not None:
                 self._temp.unlink(missing_ok=True)
 
     # -----------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _disk(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise storage_error(exc, self.store.root) from exc
 
     def _expect(self, state: str) -> None:
         if self._state != state:
@@ -211,7 +233,7 @@ class Upload:
         return head
 
     def _write(self, data: bytes) -> None:
-        with self._lock:
+        with self._lock, self._disk():
             if self._state == "discarded":
                 return
             if self._file is None:
@@ -224,7 +246,7 @@ class Upload:
             self._file.write(data)
 
     def _close(self) -> None:
-        with self._lock:
+        with self._lock, self._disk():
             if self._file is not None:
                 self._file.flush()
                 # On disk before any database row names it: a crash after the row is
@@ -234,7 +256,7 @@ class Upload:
                 self._file = None
 
     def _move(self) -> Path:
-        with self._lock:
+        with self._lock, self._disk():
             assert self.sha256 is not None and self._temp is not None
             final = self.store.path_of(self.sha256)
             if final.exists():
@@ -248,6 +270,27 @@ class Upload:
                 _fsync_dir(final.parent)
             self._state = "committed"
             return final
+
+
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+_NOT_WRITABLE = {errno.EROFS: "is read-only", errno.EACCES: "is not writable by this process"}
+_NOT_WRITABLE[errno.EPERM] = _NOT_WRITABLE[errno.EACCES]
+
+
+def storage_error(exc: OSError, root: Path) -> StorageUnavailable:
+    """What an OS error from writing into the store means for the operator."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno in _FULL:
+        return StorageFull(
+            root, f"is full ({reason})", "free space there, or point CONVEYOR_HOME elsewhere"
+        )
+    if exc.errno in _NOT_WRITABLE:
+        return StorageNotWritable(
+            root,
+            f"{_NOT_WRITABLE[exc.errno]} ({reason})",
+            "make it writable by the user Conveyor runs as, or point CONVEYOR_HOME elsewhere",
+        )
+    return StorageUnavailable(root, f"failed ({reason})", "check the disk it is on")
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from conveyor.db.pool import TRANSIENT_ERRORS
+from conveyor.documents.errors import StorageFull, StorageUnavailable
 from conveyor.errors import (
     DatabaseUnavailable,
     InvalidTask,
@@ -45,6 +46,14 @@ def error_response(
     return JSONResponse(
         {"error": {"code": code, "message": message}}, status_code=status, headers=headers
     )
+
+
+def storage_response(exc: StorageUnavailable) -> JSONResponse:
+    """507 Insufficient Storage when the documents folder is full, 503 when it cannot be
+    written (read-only, permissions) or failed otherwise."""
+    if isinstance(exc, StorageFull):
+        return error_response(507, "storage_full", str(exc))
+    return error_response(503, "storage_unavailable", str(exc))
 
 
 # FastAPI's answer when json.loads fails with something else than a syntax error.
@@ -126,6 +135,12 @@ def install(app: FastAPI) -> None:
             "the database is unavailable; try again",
             {"Retry-After": "1"},
         )
+
+    @app.exception_handler(StorageUnavailable)
+    async def storage(request: Request, exc: StorageUnavailable) -> JSONResponse:
+        # The operator's problem, not the client's: say it in the log too.
+        log.error("an upload could not be stored: %s", exc)
+        return storage_response(exc)
 
     for error_type in TRANSIENT_ERRORS:
         app.add_exception_handler(error_type, transient)
