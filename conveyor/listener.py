@@ -64,6 +64,16 @@ class Listener:
                 )
                 await asyncio.sleep(delay)
                 delay = min(5.0, delay * 2)
+            except psycopg.Error as exc:
+                # Any other error of the connection: listening must go on (a listener that
+                # ended would leave its process deaf while it looks alive).
+                log.error(
+                    "LISTEN failed, reconnecting",
+                    exc_info=exc,
+                    extra=fields(error=str(exc).strip(), retry_in=round(delay, 2)),
+                )
+                await asyncio.sleep(delay)
+                delay = min(5.0, delay * 2)
             finally:
                 self._listening.clear()
                 await self._close_conn()
@@ -75,8 +85,14 @@ class Listener:
         except ValueError:
             log.warning("ignored a NOTIFY that is not JSON", extra=fields(payload=payload[:200]))
             return
-        if isinstance(event, dict):
+        if not isinstance(event, dict):
+            return
+        try:
             self.on_event(event)
+        except Exception:
+            # Whoever may NOTIFY can send any JSON: one the handler chokes on is that
+            # event's problem, not a reason to stop hearing the next ones.
+            log.exception("a NOTIFY could not be handled", extra=fields(payload=payload[:200]))
 
     async def _close_conn(self) -> None:
         if self._conn is not None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg.rows import DictRow
@@ -275,13 +276,18 @@ def _check_text(name: str, value: str | None) -> None:
         raise InvalidTask(f"{name} contains a NUL character, which PostgreSQL cannot store")
 
 
-def _run_after(value: datetime | timedelta | float | None) -> datetime | None:
+MAX_DELAY_SECONDS = 100 * 366 * 86400  # a century: further is a mistake, not a schedule
+
+
+def _run_after(value: datetime | timedelta | float | None) -> tuple[datetime | None, float | None]:
+    """(a moment, or a delay in seconds). A delay is added to the database's clock by the
+    insert, never to this process's: time comes from the database."""
     if value is None:
-        return None
+        return None, None
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise InvalidTask("run_after must be timezone-aware (e.g. datetime.now(UTC))")
-        return value
+        return value, None
     seconds = value.total_seconds() if isinstance(value, timedelta) else value
     if (
         isinstance(seconds, bool)
@@ -289,7 +295,9 @@ def _run_after(value: datetime | timedelta | float | None) -> datetime | None:
         or not math.isfinite(seconds)
     ):
         raise InvalidTask(f"run_after must be a datetime, a timedelta or seconds, not {value!r}")
-    return datetime.now(UTC) + timedelta(seconds=seconds)
+    if abs(seconds) > MAX_DELAY_SECONDS:
+        raise InvalidTask(f"run_after must be within a century from now, not {seconds:g} seconds")
+    return None, float(seconds)
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
@@ -325,6 +333,7 @@ def _validate(task: NewTask) -> dict[str, Any]:
         raise InvalidTask("labels must be a mapping of strings to strings")
     for label, value in (labels or {}).items():
         _check_text(f"label {label!r}", label + value)
+    run_after, run_in = _run_after(task.run_after)
     return {
         "agent": task.agent,
         "payload": task.payload,
@@ -332,7 +341,8 @@ def _validate(task: NewTask) -> dict[str, Any]:
         "idempotency_key": key,
         "estimated_tokens": task.estimated_tokens,
         "max_attempts": task.max_attempts,
-        "run_after": _run_after(task.run_after),
+        "run_after": run_after,
+        "run_in": run_in,
         "tenant": task.tenant,
         "labels": labels,
     }
@@ -410,7 +420,7 @@ async def _copy(conn: Connection, tasks: Sequence[NewTask], known_agents: set[st
             for task in tasks:
                 _validate(task)  # a malformed name is a bad task before an unknown agent
             raise UnknownAgent(missing)
-        ids, now = reserved["ids"], reserved["now"].isoformat()
+        ids, now = reserved["ids"], reserved["now"]
         async with conn.cursor().copy(Q.tasks_copy) as copy:
             lines = []
             for n, (task_id, task) in enumerate(zip(ids, tasks, strict=True)):
@@ -433,10 +443,11 @@ async def _copy(conn: Connection, tasks: Sequence[NewTask], known_agents: set[st
 
 
 def _copy_line(
-    task_id: int, row: dict[str, Any], payload: str, defaults: dict[str, int], now: str
+    task_id: int, row: dict[str, Any], payload: str, defaults: dict[str, int], now: datetime
 ) -> str:
-    """One row of COPY text format: tab-separated, \\N for NULL, backslashes doubled."""
-    run_after = row["run_after"]
+    """One row of COPY text format: tab-separated, \\N for NULL, backslashes doubled.
+    `now` is the database's clock (the transaction's now()), which delays count from."""
+    run_after = row["run_after"] or now + timedelta(seconds=row["run_in"] or 0)
     labels = row["labels"]
     fields = (
         str(task_id),
@@ -445,7 +456,7 @@ def _copy_line(
         str(row["priority"]),
         _copy_opt(row["estimated_tokens"]),
         str(row["max_attempts"] or defaults[row["agent"]]),
-        run_after.isoformat() if run_after else now,
+        run_after.isoformat(),
         _copy_text(row["tenant"]),
         "{}" if labels is None else _json_text(labels, "labels").replace("\\", "\\\\"),
     )
@@ -558,7 +569,36 @@ async def finish_and_claim(
     return finished, claimed
 
 
+# A NUL escape in JSON text that is not itself escaped (preceded by an even number of
+# backslashes): jsonb refuses it, whereas an escaped backslash followed by "u0000" is fine.
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+UNSTORABLE_RESULT = (
+    "the agent's result contains a NUL character (\\u0000), which PostgreSQL cannot store; "
+    "remove it from the result (PDF text often holds some)"
+)
+
+
+def storable(outcome: Outcome) -> Outcome:
+    """The outcome as PostgreSQL can store it. Text columns refuse the NUL character, and
+    jsonb the JSON escape of it; one such value would fail the whole batch it is written
+    with. An error message keeps its text, each NUL shown as \\x00 (an exception about a
+    PDF quotes its text). A result is the agent's answer and is not altered: the attempt
+    fails instead, saying why, without a retry (the same code would return the same)."""
+    changes: dict[str, Any] = {}
+    for name in ("error", "model", "trace_id"):
+        value = getattr(outcome, name)
+        if value is not None and "\x00" in value:
+            changes[name] = value.replace("\x00", "\\x00")
+    result = outcome.result
+    if result is not None and (
+        "\x00" in result or ("\\u0000" in result and _JSON_NUL.search(result))
+    ):
+        changes.update(outcome="failed", result=None, retry_delay=None, error=UNSTORABLE_RESULT)
+    return replace(outcome, **changes) if changes else outcome
+
+
 def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
+    outcomes = [storable(o) for o in outcomes]
     return {
         "task_ids": [o.task_id for o in outcomes],
         "attempts": [o.attempt for o in outcomes],
@@ -748,7 +788,8 @@ async def callback_key(conn: Connection) -> str:
 
     cur = await conn.execute(Q.keys_callbacks, {"value": new_key()})
     row = await cur.fetchone()
-    assert row is not None
+    if row is None:  # the upsert returns its row whoever created it
+        raise RuntimeError("the callback key could not be read back")
     return str(row["value"])
 
 

@@ -34,7 +34,7 @@ import random
 import socket
 import time
 import traceback
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -111,6 +111,8 @@ class Worker:
         self.held: dict[int, int] = {}
         self._running: dict[int, _Run] = {}  # by task id
         self._outcomes: list[Outcome] = []
+        # Throttling not yet recorded in the database: agent -> end of its pause (monotonic).
+        self._throttled_pending: dict[str, float] = {}
         self._outcome_ready = asyncio.Event()
         self._slot_free = asyncio.Event()
         self._wake = asyncio.Event()
@@ -136,6 +138,7 @@ class Worker:
         # Counters, for tests and logs.
         self.claimed_count = 0
         self.finished_count = 0
+        self.restarts = 0  # loops that failed and were started again
 
     # -----------------------------------------------------------------------------------
     # Life cycle
@@ -171,18 +174,17 @@ class Worker:
             if self.settings.listen
             else None
         )
+        sweeper = self.sweeper
         background = [
-            asyncio.create_task(self._renewer(db), name="conveyor-renewer"),
-            asyncio.create_task(self.sweeper.run(self._stop), name="conveyor-sweeper"),
+            self._supervised("renewer", lambda: self._renewer(db)),
+            self._supervised("sweeper", lambda: sweeper.run(self._stop)),
         ]
         if listener is not None:
-            background.append(asyncio.create_task(listener.run(), name="conveyor-listener"))
+            background.append(self._supervised("listener", listener.run))
             await listener.wait_listening(timeout=5.0)
         if self.settings.prune_after:
-            self.pruner = Pruner(db, older_than=self.settings.prune_after)
-            background.append(
-                asyncio.create_task(self.pruner.run(self._stop), name="conveyor-pruner")
-            )
+            pruner = self.pruner = Pruner(db, older_than=self.settings.prune_after)
+            background.append(self._supervised("pruner", lambda: pruner.run(self._stop)))
         log.info(
             "worker started",
             extra=fields(
@@ -195,8 +197,7 @@ class Worker:
         self._started.set()
         try:
             lanes = [
-                asyncio.create_task(self._exchange(db), name=f"conveyor-exchange-{n}")
-                for n in range(2)
+                self._supervised(f"exchange-{n}", lambda: self._exchange(db)) for n in range(2)
             ]
             await self._stop.wait()
             await self._drain()
@@ -209,6 +210,28 @@ class Worker:
                 await listener.close()
             self._threads.shutdown(wait=False, cancel_futures=True)
             log.info("worker stopped", extra=fields(worker=self.id, finished=self.finished_count))
+
+    def _supervised(self, name: str, loop: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        """Run one of the worker's loops as a task that does not die silently: a loop that
+        raises (a bug, or an error nobody expected) is logged with its traceback and started
+        again, so that no part of the worker is dead while the rest looks alive. The loops
+        keep their state on the worker, so a restarted one carries on where it stopped. A
+        loop that returns has finished on purpose (the exchange after the drain)."""
+
+        async def supervise() -> None:
+            while True:
+                try:
+                    await loop()
+                    return
+                except Exception:
+                    self.restarts += 1
+                    log.exception(
+                        "worker loop failed, restarting it",
+                        extra=fields(worker=self.id, loop=name, restart_in=LOOP_RESTART_DELAY),
+                    )
+                await asyncio.sleep(LOOP_RESTART_DELAY)
+
+        return asyncio.create_task(supervise(), name=f"conveyor-{name}")
 
     async def _connect(self) -> Database:
         """The App's pool; a worker started before its database waits for it."""
@@ -264,13 +287,13 @@ class Worker:
                 return
             if self._wake.is_set():
                 self._work_maybe = True  # a NOTIFY said there is new work
-            free = 0 if stopping else self.capacity - self._claiming
-            want = free if self._work_maybe else 0
-            if want > 0 and self._orphans_possible and self._claiming:
-                want = 0  # release orphans only when no other claim is in flight
-            # Tasks of limited agents only for slots free now: waiting in the buffer, a
-            # task would hold a share of its agent's limits without using it.
-            limited_want = min(want, self._free_slots())
+            free, want, limited_want = claim_sizes(
+                capacity=0 if stopping else self.capacity,
+                claiming=self._claiming,
+                free_slots=self._free_slots(),
+                work_maybe=self._work_maybe,
+                releasing_orphans=self._orphans_possible,
+            )
             if not self._outcomes and want <= 0:
                 await self._idle(stopping, free)
                 continue
@@ -279,7 +302,8 @@ class Worker:
             self._progress.clear()
             # An agent the endpoint just throttled claims nothing in this exchange: its
             # budget is learned and its pause set after it, before its next claim.
-            throttled = _earliest_retry(outcomes)
+            self._keep_throttled(_earliest_retry(outcomes))
+            throttled, self._throttled_pending = self._throttled_pending, {}
             self._timed.update(throttled)
             claim_names = [n for n in names if n not in throttled]
             if not claim_names:
@@ -288,6 +312,7 @@ class Worker:
                 # Cleared before the claim, so a NOTIFY that lands while it runs counts.
                 self._wake.clear()
             self._claiming += want
+            written = outcomes
             try:
                 if want > 0 and self._orphans_possible:
                     await self._release_orphans(db)
@@ -312,6 +337,7 @@ class Worker:
                 # committed unheard of: those tasks would sit in 'processing' under our
                 # name until their lease ran out, so they are released before the next.
                 self._outcomes[:0] = outcomes
+                self._restore_throttled(throttled)
                 self._orphans_possible = self._orphans_possible or want > 0
                 log.warning(
                     "database unavailable, retrying",
@@ -322,10 +348,27 @@ class Worker:
                 await asyncio.sleep(delay)
                 delay = min(5.0, delay * 2)
                 continue
+            except Exception as exc:
+                # Not the database going away: it refused something in this batch (a value
+                # it cannot store), or a bug. The transaction was rolled back, unless it
+                # failed after its commit: then claims may have committed unheard of.
+                self._orphans_possible = self._orphans_possible or want > 0
+                self._restore_throttled(throttled)
+                log.error(
+                    "an exchange failed; writing its outcomes one at a time",
+                    exc_info=exc,
+                    extra=fields(worker=self.id, outcomes=len(outcomes), error=_line(exc)),
+                )
+                written, finished, refused = await self._finish_each(db, outcomes)
+                claimed = []
+                if not refused:
+                    # Every outcome went through alone: the claim failed. Not in a loop.
+                    await asyncio.sleep(delay)
+                    delay = min(5.0, delay * 2)
             finally:
                 self._claiming -= want
                 self._progress.set()
-            self._settle(outcomes, finished)
+            self._settle(written, finished)
             for claimed_task in claimed:
                 self._start(claimed_task)
             if want > 0 and len(claimed) < want:
@@ -362,14 +405,88 @@ class Worker:
         window = min(self.specs[name].window_seconds for name in self._timed)
         return min(self.settings.poll_interval, max(0.1, window / 40))
 
-    async def _report_throttled(self, conn: Any, retry_after: dict[str, float]) -> None:
-        """Teach the agents the endpoint throttled (agent -> the earliest Retry-After of
-        the batch) their budgets. In its own transaction, after the exchange: taking agent
-        rows in the exchange could deadlock with claims."""
+    async def _finish_each(
+        self, db: Database, outcomes: list[Outcome]
+    ) -> tuple[list[Outcome], list[queue.FinishResult], list[Outcome]]:
+        """Write outcomes one by one, after their batch failed for a reason other than the
+        database going away, so that one the database refuses fails alone: its attempt
+        fails instead, with the reason (PostgreSQL refuses a value queue.storable() does
+        not foresee; an integer out of range, say). Returns the outcomes dealt with, what
+        the database answered, and the ones it refused. Those not written because the
+        database went away meanwhile go back to the queue of outcomes, for the next
+        exchange."""
+        written: list[Outcome] = []
+        finished: list[queue.FinishResult] = []
+        refused: list[Outcome] = []
+        for n, outcome in enumerate(outcomes):
+            try:
+                finished += await self._finish_one(db, outcome)
+            except TRANSIENT_ERRORS:
+                self._outcomes[:0] = outcomes[n:]
+                break
+            except Exception as exc:
+                refused.append(outcome)
+                instead = _unstorable(outcome, exc)
+                log.error(
+                    "an outcome could not be written; its attempt fails instead",
+                    extra=fields(
+                        task_id=outcome.task_id,
+                        attempt=outcome.attempt,
+                        outcome=outcome.outcome,
+                        error=_line(exc),
+                    ),
+                )
+                try:
+                    finished += await self._finish_one(db, instead)
+                except TRANSIENT_ERRORS:
+                    self._outcomes[:0] = [instead, *outcomes[n + 1 :]]
+                    break
+                except Exception as again:
+                    # Nothing of this outcome can be written. The task is no longer
+                    # renewed: the sweeper takes it back when its lease expires.
+                    log.error(
+                        "an attempt's end could not be written at all; its lease will expire",
+                        exc_info=again,
+                        extra=fields(task_id=outcome.task_id, attempt=outcome.attempt),
+                    )
+            written.append(outcome)
+        return written, finished, refused
+
+    async def _finish_one(self, db: Database, outcome: Outcome) -> list[queue.FinishResult]:
+        async with db.connection() as conn:
+            return await queue.finish(conn, [outcome])
+
+    def _keep_throttled(self, retry_after: dict[str, float]) -> None:
+        """Keep what a 429 taught until an exchange has recorded it: agent -> when its
+        pause ends, on this process's monotonic clock, so that a report made later pauses
+        the agent until the same moment, not for the whole Retry-After again."""
+        now = time.monotonic()
+        self._restore_throttled({agent: now + seconds for agent, seconds in retry_after.items()})
+
+    def _restore_throttled(self, pending: dict[str, float]) -> None:
+        for agent, until in pending.items():
+            self._throttled_pending[agent] = min(self._throttled_pending.get(agent, until), until)
+
+    async def _report_throttled(self, conn: Any, pending: dict[str, float]) -> None:
+        """Teach the agents the endpoint throttled their budgets (`pending`: agent -> the
+        end of its pause, from _keep_throttled). In its own transaction, after the
+        exchange: taking agent rows in the exchange could deadlock with claims. If it
+        cannot be recorded now, it is kept for the next exchange: the agent's next claims
+        would otherwise run at the budget the endpoint just refused."""
+        now = time.monotonic()
+        retry_after = {agent: max(0.0, until - now) for agent, until in pending.items()}
         try:
             rows = await queue.report_throttled(conn, retry_after)
         except TRANSIENT_ERRORS as exc:
-            log.warning("could not record throttling", extra=fields(error=str(exc).strip()))
+            self._restore_throttled(pending)
+            log.warning(
+                "could not record throttling, will retry",
+                extra=fields(error=str(exc).strip(), agents=",".join(sorted(retry_after))),
+            )
+            return
+        except Exception as exc:
+            # Not the database going away: repeating it would fail again, at every exchange.
+            log.error("could not record throttling", exc_info=exc, extra=fields(error=_line(exc)))
             return
         for row in rows:
             if row["shrunk"]:  # once per cooldown, not for every 429 of a burst
@@ -668,22 +785,30 @@ class Worker:
                 await self.renew_once(db)
             except TRANSIENT_ERRORS as exc:
                 log.warning("lease renewal failed", extra=fields(error=str(exc).strip()))
+            except Exception as exc:
+                # A renewal that fails for another reason must not end the renewals: the
+                # leases of everything running would then expire under working agents.
+                log.error("lease renewal failed", exc_info=exc, extra=fields(error=_line(exc)))
 
     # -----------------------------------------------------------------------------------
     # Notifications
 
     def _on_notify(self, event: dict[str, Any]) -> None:
         status = event.get("status")
-        if status == "enqueued" and event.get("agent") in self.specs:
+        agent = event.get("agent")
+        if status == "enqueued" and isinstance(agent, str) and agent in self.specs:
             self._wake.set()
+        ids = event.get("ids", ())
+        if not isinstance(ids, list):
+            return  # anyone who may NOTIFY can send anything: not ours
         if status != "processing":
             # An external job's callback ended its attempt (the task moved on).
-            for task_id in event.get("ids", ()):
+            for task_id in ids:
                 called_back = self._external.get(task_id)
                 if called_back is not None and not called_back.done() and status != "cancelled":
                     called_back.set_result(None)
         if status == "cancelled":
-            for task_id in event.get("ids", ()):
+            for task_id in ids:
                 self._take_away(task_id, "cancelled")
 
     def _take_away(self, task_id: int, reason: str) -> None:
@@ -714,6 +839,7 @@ class _Run:
             self.task.cancel()
 
 
+LOOP_RESTART_DELAY = 1.0  # seconds before a failed loop runs again (not a busy loop)
 RELEASED = "handed back by a worker shutting down"
 STOPPED = "the agent was stopped: the task was cancelled or its lease lost"
 
@@ -757,6 +883,45 @@ async def _first(*aws: Awaitable[Any], within: float | None = None) -> bool:
         for t in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
+
+
+def claim_sizes(
+    *, capacity: int, claiming: int, free_slots: int, work_maybe: bool, releasing_orphans: bool
+) -> tuple[int, int, int]:
+    """(free, want, limited_want): room for new tasks, how many to claim in this exchange,
+    and how many of those may be of limited agents.
+
+    `capacity` goes below zero when the adaptive prefetch shrinks under a full buffer; the
+    room is then none, not negative: a negative claim would lower `claiming`, which the
+    other lane reads, and let it claim more than there is room for.
+    """
+    free = max(0, capacity - claiming)
+    want = free if work_maybe else 0
+    if want and releasing_orphans and claiming:
+        want = 0  # release orphans only when no other claim is in flight
+    # Tasks of limited agents only for slots free now: waiting in the buffer, a task would
+    # hold a share of its agent's limits without using it.
+    return free, want, min(want, max(0, free_slots))
+
+
+def _line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _unstorable(outcome: Outcome, exc: BaseException) -> Outcome:
+    """The outcome that replaces one the database refused: the attempt failed, saying why.
+    Only what cannot be at fault is kept. A failure keeps its retry; a result that cannot
+    be stored would be returned again by the same code, so it is not retried."""
+    return Outcome(
+        task_id=outcome.task_id,
+        attempt=outcome.attempt,
+        outcome="failed",
+        error=f"the attempt's outcome ({outcome.outcome}) could not be stored: {_line(exc)}",
+        retry_delay=outcome.retry_delay if outcome.outcome == "failed" else None,
+        started_after=outcome.started_after,
+        compute_usd_per_hour=outcome.compute_usd_per_hour,
+        agent=outcome.agent,
+    )
 
 
 def _earliest_retry(outcomes: list[Outcome]) -> dict[str, float]:

@@ -72,6 +72,30 @@ RETURNING name;
 --  * no claim of the agent until the earliest Retry-After of the batch (a window at most).
 -- Growth restarts from now (conveyor_learned_tpm, conveyor_throttle_factor,
 -- conveyor_learned_concurrency).
+WITH locked AS MATERIALIZED (
+    -- The rows are locked first, in name order: the order claims lock them in
+    -- (conveyor_admit, agent by agent). Locked in the join's order instead, two agents
+    -- throttled at once could be taken b-then-a while a claim holds a and waits for b: a
+    -- deadlock. FOR UPDATE also hands back each row as it is once its lock is held, so the
+    -- figures below read what a concurrent claim or report just wrote, not this
+    -- statement's snapshot.
+    SELECT g.name, g AS agent
+    FROM agents g
+    WHERE g.name = ANY(%(agents)s::text[])
+    ORDER BY g.name
+    FOR UPDATE
+), s AS (
+    SELECT l.name,
+           (l.agent).throttled_at IS NULL
+               OR (l.agent).throttled_at
+                  < now() - make_interval(secs => (l.agent).window_seconds / 6) AS cooled,
+           conveyor_throttle_factor(l.agent, now()) AS factor,
+           u.running, u.tokens, r.retry_after
+    FROM locked l
+    JOIN unnest(%(agents)s::text[], %(retry_after)s::float8[]) AS r(name, retry_after)
+      ON r.name = l.name
+    CROSS JOIN LATERAL conveyor_usage(l.name, (l.agent).window_seconds) u
+)
 UPDATE agents a
 SET throttle_factor = CASE WHEN s.cooled THEN greatest(0.05, s.factor * 0.5) ELSE s.factor END,
     learned_tpm = least(conveyor_learned_tpm(a, now()), a.max_tpm,
@@ -83,16 +107,7 @@ SET throttle_factor = CASE WHEN s.cooled THEN greatest(0.05, s.factor * 0.5) ELS
     paused_until = greatest(a.paused_until,
                             now() + make_interval(secs => least(s.retry_after, a.window_seconds))),
     throttled_at = now()
-FROM (
-    SELECT g.name,
-           g.throttled_at IS NULL
-               OR g.throttled_at < now() - make_interval(secs => g.window_seconds / 6) AS cooled,
-           conveyor_throttle_factor(g, now()) AS factor,
-           u.running, u.tokens, r.retry_after
-    FROM unnest(%(agents)s::text[], %(retry_after)s::float8[]) AS r(name, retry_after)
-    JOIN agents g ON g.name = r.name
-    CROSS JOIN LATERAL conveyor_usage(g.name, g.window_seconds) u
-) s
+FROM s
 WHERE a.name = s.name
 RETURNING a.name, s.cooled AS shrunk, a.throttle_factor, a.learned_tpm, a.learned_concurrency,
           a.paused_until;
@@ -119,15 +134,17 @@ SELECT name FROM agents WHERE name = ANY(%(names)s::text[]);
 INSERT INTO tasks (agent, payload, priority, idempotency_key, estimated_tokens,
                    max_attempts, run_after, tenant, labels)
 SELECT i.agent, coalesce(i.payload, '{}'), i.priority, i.idempotency_key, i.estimated_tokens,
-       coalesce(i.max_attempts, a.max_attempts), coalesce(i.run_after, now()),
+       coalesce(i.max_attempts, a.max_attempts),
+       -- A delay in seconds is added to the database's clock, not the client's.
+       coalesce(i.run_after, now() + make_interval(secs => i.run_in), now()),
        i.tenant, coalesce(i.labels, '{}')
 FROM ROWS FROM (
          json_to_recordset(%(tasks)s::json)
          AS (agent text, payload jsonb, priority smallint, idempotency_key text,
-             estimated_tokens int, max_attempts int, run_after timestamptz, tenant text,
-             labels jsonb)
+             estimated_tokens int, max_attempts int, run_after timestamptz,
+             run_in float8, tenant text, labels jsonb)
      ) WITH ORDINALITY AS i(agent, payload, priority, idempotency_key, estimated_tokens,
-                            max_attempts, run_after, tenant, labels, ord)
+                            max_attempts, run_after, run_in, tenant, labels, ord)
 JOIN agents a ON a.name = i.agent
 ORDER BY i.ord
 ON CONFLICT (agent, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -290,8 +307,11 @@ WITH outcome AS MATERIALIZED (
                      ELSE o.outcome
                  END,
         -- A worker may claim a task before a slot is free for it (its prefetch buffer):
-        -- the attempt began when the agent started, not when the task was claimed.
-        started_at = a.started_at + make_interval(secs => o.started_after),
+        -- the attempt began when the agent started, not when the task was claimed. Only
+        -- the outcome that ends the attempt says so: a late one, or a repeat of it, must
+        -- not move the start again.
+        started_at = CASE WHEN e.id IS NULL THEN a.started_at
+                          ELSE a.started_at + make_interval(secs => o.started_after) END,
         finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE o.ended_at END,
         error = CASE WHEN e.id IS NULL THEN a.error ELSE o.error END,
         late_outcome = CASE WHEN e.id IS NULL THEN coalesce(a.late_outcome, o.outcome) END,
@@ -316,7 +336,14 @@ WITH outcome AS MATERIALIZED (
     LEFT JOIN ended e ON e.id = o.task_id
     WHERE a.task_id = o.task_id
       AND a.attempt = o.attempt
-      AND (e.id IS NOT NULL OR a.status IN ('lost', 'cancelled'))
+      AND (e.id IS NOT NULL
+           -- Late: the attempt was ended by someone else (sweep, cancel). An attempt this
+           -- very outcome ended already (same status, same error: the worker repeats a
+           -- write whose commit it did not hear of) is left alone, and is not late.
+           OR (a.status IN ('lost', 'cancelled')
+               AND NOT (a.status = CASE WHEN o.outcome = 'released' THEN 'lost'
+                                        ELSE o.outcome END
+                        AND a.error IS NOT DISTINCT FROM o.error)))
     RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied
 )
 SELECT task_id, attempt, applied FROM attempt_rows;
@@ -482,15 +509,13 @@ RETURNING t.id;
 
 -- name: keys_callbacks
 -- The key callback secrets derive from: created by the first process that needs it.
-WITH created AS (
-    INSERT INTO conveyor_keys (name, value) VALUES ('callbacks', %(value)s)
-    ON CONFLICT (name) DO NOTHING
-    RETURNING value
-)
-SELECT value FROM created
-UNION ALL
-SELECT value FROM conveyor_keys WHERE name = 'callbacks'
-LIMIT 1;
+-- DO UPDATE, not DO NOTHING: a caller that finds the key being created waits for that
+-- insert's commit and then gets the committed row back from RETURNING. (With DO NOTHING and
+-- a read of the table in the same statement, the read's snapshot predates that commit and
+-- finds no key at all.) The update writes the value it finds, so the key never changes.
+INSERT INTO conveyor_keys AS k (name, value) VALUES ('callbacks', %(value)s)
+ON CONFLICT (name) DO UPDATE SET value = k.value
+RETURNING k.value;
 
 -- name: attempts_set_run_id
 -- The dispatcher's name for the job. A callback may already have ended the attempt:
