@@ -10,6 +10,10 @@ make: `sha256` names the file in the document store under CONVEYOR_HOME, `name`,
 `media_type` and `pages` describe it. A picture of a document (PNG, JPEG, GIF, WebP) is
 read only by a vision model (CONVEYOR_LLM_VISION=1); without one it fails, saying so.
 
+E-invoices first: `invoice` and `document` read the EN 16931 XML a PDF carries (ZUGFeRD,
+Factur-X, XRechnung) or an uploaded XML exactly (`conveyor.agents.einvoice`), before any
+rule or model. An uploaded XML that is not an e-invoice fails the task, saying what it is.
+
 Which extractor: the LLM extractor (`conveyor.agents.llm`) when CONVEYOR_LLM_MODEL is set,
 otherwise the offline one (`conveyor.agents.offline`: rules, no network, no key). The
 settings are read when an attempt runs, so `conveyor up` and tests can set them after the
@@ -29,13 +33,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from conveyor.agents.einvoice import from_pdf as einvoice_from_pdf
+from conveyor.agents.einvoice import from_xml as einvoice_from_xml
 from conveyor.agents.llm import classify_image, estimate_tokens, extract_llm
 from conveyor.app import App
 from conveyor.documents.errors import UnreadableDocument
-from conveyor.documents.sniff import PDF
+from conveyor.documents.sniff import PDF, XML
 from conveyor.documents.storage import DocumentStore
 from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import Extraction
+from conveyor.einvoice import NotAnInvoice
 from conveyor.errors import PermanentFailure
 from conveyor.llm.client import LLMClient
 from conveyor.task import Task
@@ -85,12 +92,19 @@ class DocumentAgents:
 
         path, name = self.document_path(task.payload)
         media_type = task.payload.get("media_type") or PDF
+        if media_type == XML:
+            return await self.extract_xml(doc_type, path, name)
         if media_type != PDF:
             return await self.extract_image(task, doc_type, path, name, media_type)
         try:
             text = await asyncio.to_thread(extract_text, path, name=name)
         except UnreadableDocument as exc:
             raise PermanentFailure(str(exc)) from None
+        if doc_type in ("invoice", None):
+            # E-invoices first: the XML a PDF carries is the invoice, read exactly.
+            einvoice = await asyncio.to_thread(einvoice_from_pdf, path, text)
+            if einvoice is not None:
+                return einvoice.model_dump(mode="json")
         kind: str = doc_type if doc_type is not None else await asyncio.to_thread(classify, text)
         client = self.client()
         extraction: Extraction
@@ -111,6 +125,23 @@ class DocumentAgents:
                 await client.aclose()
         if doc_type is None:
             extraction.notes.insert(0, f"classified as {kind} by the words of its first pages")
+        return extraction.model_dump(mode="json")
+
+    async def extract_xml(
+        self, doc_type: str | None, path: Path, name: str | None
+    ) -> dict[str, Any]:
+        """An uploaded XML: read as an e-invoice, or refused saying what it is."""
+        which = f"{name!r}" if name else "the XML"
+        if doc_type not in ("invoice", None):
+            raise PermanentFailure(
+                f"{which} is XML: only an e-invoice is read from XML, by the invoice and "
+                f"document agents, not by {doc_type!r}"
+            )
+        data = await asyncio.to_thread(path.read_bytes)
+        try:
+            extraction = await asyncio.to_thread(einvoice_from_xml, data)
+        except NotAnInvoice as exc:
+            raise PermanentFailure(f"{which} is not an e-invoice: {exc}") from None
         return extraction.model_dump(mode="json")
 
     async def extract_image(

@@ -1,15 +1,22 @@
 """The media type of a file, from its first bytes: the client's name and Content-Type are
 not trusted (a text file named x.pdf is text).
 
-Accepted are the types the document agents read: PDF and the common raster images. A few
-other well-known signatures are recognised only to name what was refused.
+Accepted are the types the document agents read: PDF, the common raster images, and XML
+(an e-invoice: ZUGFeRD, Factur-X, XRechnung, UBL; whether it is one is the agent's to say,
+from its root element). A few other well-known signatures are recognised only to name what
+was refused.
 """
 
 from __future__ import annotations
 
+import re
+
 SNIFF_BYTES = 512  # every signature below fits; enough text to tell text from binary
 
 PDF = "application/pdf"
+XML = "application/xml"
+# An XML document without the optional prolog starts with its root element's tag.
+_ROOT_TAG = re.compile(rb"<[A-Za-z_][\w.:-]*[\s>/]")
 
 # (offset, signature, media type), checked in order.
 _ACCEPTED: list[tuple[int, bytes, str]] = [
@@ -37,7 +44,7 @@ _REFUSED: list[tuple[int, bytes, str]] = [
     (4, b"ftyp", "video/mp4"),
 ]
 
-ACCEPTED_TYPES = sorted({media_type for _, _, media_type in _ACCEPTED})
+ACCEPTED_TYPES = sorted({media_type for _, _, media_type in _ACCEPTED} | {XML})
 
 
 def sniff(head: bytes) -> str:
@@ -55,8 +62,8 @@ def sniff(head: bytes) -> str:
         return "text/html"
     if text.startswith(b"<svg") or (text.startswith(b"<?xml") and b"<svg" in text):
         return "image/svg+xml"
-    if text.startswith(b"<?xml"):
-        return "application/xml"
+    if text.startswith(b"<?xml") or (_ROOT_TAG.match(text) and _is_text(head)):
+        return XML
     return "text/plain" if _is_text(head) else "application/octet-stream"
 
 
