@@ -5,17 +5,25 @@ glyphs do, so a table row drawn on one baseline stays one line ("Widget 3 9.50 2
 line-oriented rules can read it. A page whose text layer is empty but that shows an image
 is a scan: it is listed in `scanned_pages` and the result says that OCR would be needed.
 
+Where the words are (layout.py) is read only when a reader asks for it
+(`DocumentText.layouts()`): a word's box costs two PDFium calls (its first and last
+character's loose box), which on a dense page is several times the cost of its text, and
+most readers (contracts, classification) need the text alone. An invoice asks, for its
+few pages. A page whose words came from elsewhere (OCR) carries them in `PageText.layout`.
+
 PDFium is not thread-safe: every call holds PDFIUM_LOCK (see pdf.py), taken once per page
 so that threads reading other documents wait a page, not a whole 200-page contract.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conveyor.documents.errors import UnreadableDocument
+from conveyor.documents.layout import PageLayout, Word, text_layout
 from conveyor.documents.pdf import PDFIUM_LOCK
 
 PAGE_SEPARATOR = "\n\n"
@@ -32,16 +40,40 @@ class PageText:
     has_text_layer: bool
     chars: int  # characters in the text layer, as PDFium counts them
     blank: bool = False  # no text and nothing drawn: an empty page, not a scan
+    layout: PageLayout | None = None  # the words and where they are; None: not known
 
 
 @dataclass(frozen=True)
 class DocumentText:
     pages: list[PageText]
     name: str | None = None
+    # The PDF the text came from, for layouts(); None for text made some other way.
+    source: Path | bytes | None = field(default=None, repr=False, compare=False)
     _text: str = field(init=False, repr=False, compare=False)
+    _layouts: list[PageLayout] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_text", PAGE_SEPARATOR.join(p.text for p in self.pages))
+
+    def layouts(self) -> list[PageLayout]:
+        """Every page's words and where they are, read once: from the page itself when it
+        has them (OCR), else from the PDF, else laid out from the page's text as if it
+        were printed in a fixed-pitch font (text made without a PDF: a snippet, a test)."""
+        if self._layouts is None:
+            read: dict[int, PageLayout] = {}
+            wanted = [p.number for p in self.pages if p.layout is None and p.has_text_layer]
+            if wanted and self.source is not None:
+                try:
+                    read = read_layouts(self.source, wanted)
+                except UnreadableDocument:
+                    read = {}  # gone since its text was read: the text is laid out instead
+            layouts = [
+                page.layout or read.get(page.number) or text_layout(page.number, page.text)
+                for page in self.pages
+            ]
+            object.__setattr__(self, "_layouts", layouts)
+        assert self._layouts is not None
+        return self._layouts
 
     @property
     def page_count(self) -> int:
@@ -115,7 +147,45 @@ def extract_text(source: Path | bytes, *, name: str | None = None) -> DocumentTe
             document.close()
     if not pages:
         raise UnreadableDocument(f"{which} has no pages")
-    return DocumentText(pages=pages, name=name)
+    return DocumentText(pages=pages, name=name, source=source)
+
+
+def read_layouts(source: Path | bytes, numbers: list[int]) -> dict[int, PageLayout]:
+    """The words of pages `numbers` (1-based) of the PDF at `source`, with their boxes."""
+    import pypdfium2 as pdfium
+
+    layouts: dict[int, PageLayout] = {}
+    with PDFIUM_LOCK:
+        try:
+            document = pdfium.PdfDocument(source)
+        except (pdfium.PdfiumError, OSError) as exc:
+            raise UnreadableDocument(f"the PDF cannot be opened again: {exc}") from None
+    try:
+        for number in numbers:
+            with PDFIUM_LOCK:
+                layouts[number] = _page_layout(document, number)
+    except pdfium.PdfiumError as exc:
+        raise UnreadableDocument(f"page {number} cannot be read: {exc}") from None
+    finally:
+        with PDFIUM_LOCK:
+            document.close()
+    return layouts
+
+
+def _page_layout(document: Any, number: int) -> PageLayout:
+    page = document[number - 1]
+    try:
+        width, height = page.get_size()
+        textpage = page.get_textpage()
+        try:
+            chars = int(textpage.count_chars())
+            raw = textpage.get_text_range() if chars else ""
+            words = _words(textpage, raw, chars, number, float(height)) if chars else ()
+        finally:
+            textpage.close()
+        return PageLayout(number, float(width), float(height), words)
+    finally:
+        page.close()
 
 
 def _page_text(document: Any, index: int) -> PageText:
@@ -134,10 +204,46 @@ def _page_text(document: Any, index: int) -> PageText:
             # image; a page with nothing on it is blank, and needs no OCR.
             blank = not any(True for _ in page.get_objects(max_depth=2))
         return PageText(
-            number=index + 1, text=text, has_text_layer=bool(text), chars=chars, blank=blank
+            number=index + 1,
+            text=text,
+            has_text_layer=bool(text),
+            chars=chars,
+            blank=blank,
         )
     finally:
         page.close()
+
+
+_WORD = re.compile(r"[^\s\ufffe\x00]+")
+
+
+def _words(textpage: Any, raw: str, chars: int, number: int, height: float) -> tuple[Word, ...]:
+    """The page's words, each boxed by its first and last characters' loose boxes (the
+    font's ascent to descent: every word of a line gets the same height, whatever its
+    letters)."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c  # type: ignore[import-untyped]
+
+    if len(raw) != chars:
+        # PDFium's text and its character indexes disagree (rare: characters it drops from
+        # the text): read the text character by character so that indexes line up.
+        get = pdfium_c.FPDFText_GetUnicode
+        raw = "".join(chr(get(textpage.raw, i) or 32) for i in range(chars))
+    rect = pdfium_c.FS_RECTF()
+    box = pdfium_c.FPDFText_GetLooseCharBox
+    handle, pointer = textpage.raw, ctypes.byref(rect)
+    words = []
+    for match in _WORD.finditer(raw):
+        box(handle, match.start(), pointer)
+        left, top, bottom = rect.left, rect.top, rect.bottom
+        box(handle, match.end() - 1, pointer)
+        right = rect.right
+        top, bottom = max(top, rect.top), min(bottom, rect.bottom)
+        text = match.group(0).translate(_CLEANUP)
+        if text:
+            words.append(Word(text, left, height - top, right, height - bottom, number))
+    return tuple(words)
 
 
 def _reason(exc: Exception) -> str:
