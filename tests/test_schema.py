@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import psycopg
 import pytest
 
-from conveyor.db.migrate import available, migrate
+from conveyor.db.migrate import available, functions, migrate
 from conveyor.sql import queue as Q
 from conveyor.states import TRANSITIONS, AttemptStatus, TaskStatus
 
@@ -54,7 +55,7 @@ async def test_concurrent_migrations_apply_once(server_url: str) -> None:
 
     from tests.conftest import with_dbname
 
-    name = f"conveyor_m_{secrets.token_hex(4)}"
+    name = f"conveyor_t_{os.getpid()}_m{secrets.token_hex(4)}"
     async with await psycopg.AsyncConnection.connect(server_url, autocommit=True) as admin:
         await admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
@@ -63,7 +64,7 @@ async def test_concurrent_migrations_apply_once(server_url: str) -> None:
             for _ in range(4)
         ]
         results = await asyncio.gather(*(migrate(c) for c in conns))
-        assert sorted(len(r) for r in results) == [0, 0, 0, len(available())]
+        assert sorted(len(r) for r in results) == [0, 0, 0, len(available()) + len(functions())]
         for c in conns:
             await c.close()
     finally:

@@ -2,6 +2,9 @@
 
 A file holds blocks that start with `-- name: NAME`; the comment lines that follow the name
 document the statement and are kept in the text (PostgreSQL ignores them).
+
+`functions/*.sql` are scripts, not named blocks: the live text of every SQL function and
+trigger, one file per concern, applied whole by `conveyor.db.migrate` (see there).
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ def query(file: str, name: str) -> LiteralString:
         return _load(file)[name]
     except KeyError:
         raise KeyError(f"no statement {name!r} in {file}.sql") from None
+
+
+def function_files() -> dict[str, str]:
+    """The scripts of `conveyor/sql/functions/`, by file name without `.sql`, in name order."""
+    folder = resources.files(__package__).joinpath("functions")
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
+    return {f.name.removesuffix(".sql"): f.read_text() for f in files}
 
 
 class Queries:

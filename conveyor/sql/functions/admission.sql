@@ -1,0 +1,185 @@
+-- Admission: which enqueued tasks of a limited agent may start now, and the helpers it and
+-- the claim read (conveyor/sql/queue.sql: tasks_claim, agents_throttled, agents_limits).
+-- The live text of each function; migrate() applies this file whenever it changes (see
+-- conveyor/db/migrate.py). The policy is explained in docs/limits.md.
+
+-- Whether claims of this agent go through admission (conveyor_admit) or the plain path.
+CREATE OR REPLACE FUNCTION conveyor_is_limited(a agents) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT a.max_concurrent IS NOT NULL OR a.max_tpm IS NOT NULL OR a.max_rpm IS NOT NULL
+           OR a.learned_tpm IS NOT NULL OR a.learned_concurrency IS NOT NULL
+$$;
+
+-- The factor by which throttling scales an agent's budget at time `at`.
+CREATE OR REPLACE FUNCTION conveyor_throttle_factor(a agents, at timestamptz) RETURNS double precision
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN a.throttled_at IS NULL THEN 1.0
+                ELSE least(1.0, a.throttle_factor
+                                + 0.5 / (5 * a.window_seconds)  -- from 0.5 to 1 in 5 windows
+                                  * extract(epoch FROM at - a.throttled_at))
+           END
+$$;
+
+-- The learned token budget at time `at`. What a 429 teaches is a measurement: the budget
+-- learned is 90 % of the tokens the window held when the endpoint refused (never more than
+-- what was in force; queue.sql agents_throttled writes it). It then grows by 0.3 % of a
+-- window squared since then: +11 %, back to the level that failed, after six windows; +30 %
+-- after ten; doubled after eighteen. So a lowered limit is probed rarely and a raised one is
+-- still found again. NULL: nothing learned.
+CREATE OR REPLACE FUNCTION conveyor_learned_tpm(a agents, at timestamptz) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN a.learned_tpm IS NULL OR a.throttled_at IS NULL THEN NULL
+                ELSE floor(a.learned_tpm
+                           * (1 + 0.003 * power(extract(epoch FROM at - a.throttled_at)
+                                                / a.window_seconds, 2)))::bigint
+           END
+$$;
+
+-- The learned concurrency cap at time `at`: one more slot every window / 10.
+CREATE OR REPLACE FUNCTION conveyor_learned_concurrency(a agents, at timestamptz) RETURNS int
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN a.learned_concurrency IS NULL OR a.throttled_at IS NULL THEN NULL
+                ELSE floor(a.learned_concurrency
+                           + extract(epoch FROM at - a.throttled_at) / (a.window_seconds / 10))::int
+           END
+$$;
+
+-- An agent's usage in its current window: the attempts running now, the tokens of the
+-- window (reservations of running attempts, actual usage of finished ones; a lost attempt
+-- that never reported keeps its reservation, as what it spent is unknown), the requests
+-- (attempts started within the window), and the tokens of the attempts that started within
+-- its last twentieth, for the spread (conveyor_admit): the same accounting, in the same
+-- scan, except that a throttled attempt keeps its reservation there. The endpoint did not
+-- count it, but it was sent: if its refusal freed its share of the twentieth at once, the
+-- next claim, a few ms later and before the pause is recorded, would send another request
+-- into the full window, and each refusal would make room for the next.
+CREATE OR REPLACE FUNCTION conveyor_usage(p_agent text, p_window double precision,
+                               OUT running bigint, OUT tokens bigint, OUT requests bigint,
+                               OUT spread_tokens bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT count(*) FILTER (WHERE u.finished_at IS NULL),
+           coalesce(sum(u.spent), 0),
+           count(*) FILTER (WHERE u.started_at > now() - make_interval(secs => p_window)),
+           coalesce(sum(CASE WHEN u.status = 'throttled' THEN u.reserved_tokens ELSE u.spent END)
+                    FILTER (WHERE u.started_at > now() - make_interval(secs => p_window / 20)),
+                    0)
+    FROM (
+        -- What an attempt counts for: the reservation of a running one (or of a lost one
+        -- that never reported: what it spent is unknown), else what it reported.
+        SELECT w.finished_at, w.started_at, w.status, w.reserved_tokens,
+               CASE WHEN w.finished_at IS NULL
+                         OR (w.status = 'lost' AND w.input_tokens IS NULL)
+                    THEN w.reserved_tokens
+                    ELSE coalesce(w.input_tokens, 0) + coalesce(w.output_tokens, 0)
+               END AS spent
+        FROM task_attempts w
+        WHERE w.agent = p_agent
+          AND (w.finished_at IS NULL
+               OR w.finished_at > now() - make_interval(secs => p_window))
+    ) u
+$$;
+
+-- Admission for one limited agent, inside the claim transaction: which of its enqueued
+-- tasks may start now, at most p_want of them, with the tokens each reserves. (Agents
+-- without limits never come here: their claims take the plain path of tasks_claim, with
+-- no lock but the rows' own, and stay fully concurrent.)
+--
+-- Race-free across replicas: the agent's row is locked FOR UPDATE first, so the claims of
+-- one limited agent are serialised (for the few hundred microseconds this takes) and each
+-- sees the attempts the previous one inserted. Counting rows under READ COMMITTED without
+-- such a lock lets two claims both see room for one more.
+--
+-- Policy: tasks are considered in claim order (priority, then age). A task that does not fit
+-- may be overtaken by later ones that do, but only for one window: once it has waited that
+-- long, nothing behind it starts until it fits, so a large task is never starved by a
+-- stream of small ones. A task larger than the whole token budget starts alone, when
+-- nothing of the agent runs and the window is empty, rather than never. While a learned
+-- token budget binds, a twentieth of it may start per twentieth of a window; a task
+-- larger than that starts when nothing else started within the last twentieth.
+CREATE OR REPLACE FUNCTION conveyor_admit(p_agent text, p_want int)
+RETURNS TABLE (task_id bigint, reserved int, priority smallint, created_at timestamptz)
+LANGUAGE plpgsql AS $$
+DECLARE
+    a agents;
+    factor double precision;
+    free_slots int;
+    free_tokens bigint;
+    token_limit bigint;
+    learned bigint;
+    paced boolean;
+    recent_tokens bigint;
+    free_pace bigint;
+    free_requests int;
+    running int;
+    used_tokens bigint;
+    used_requests int;
+    typical int;
+    cap int;
+    candidate record;
+    need int;
+BEGIN
+    -- Serialise this agent's claims; read its limits as they are now.
+    SELECT * INTO a FROM agents WHERE name = p_agent FOR UPDATE;
+    IF NOT FOUND OR p_want <= 0 OR a.paused_until > now() THEN
+        RETURN;
+    END IF;
+
+    SELECT u.running, u.tokens, u.requests, u.spread_tokens
+      INTO running, used_tokens, used_requests, recent_tokens
+    FROM conveyor_usage(p_agent, a.window_seconds) u;
+
+    -- What a task without an estimate reserves: the agent's recent average actual usage.
+    SELECT round(avg(coalesce(r.input_tokens, 0) + coalesce(r.output_tokens, 0)))::int
+      INTO typical
+    FROM (SELECT input_tokens, output_tokens
+          FROM task_attempts
+          WHERE agent = p_agent AND finished_at IS NOT NULL AND input_tokens IS NOT NULL
+          ORDER BY finished_at DESC
+          LIMIT 50) r;
+    typical := coalesce(typical, 1000);
+
+    factor := conveyor_throttle_factor(a, now());
+    -- least() and greatest() skip NULLs: no limit, no learned cap, means no cap at all.
+    cap := least(a.max_concurrent,
+                 CASE WHEN a.max_tpm IS NULL AND a.max_rpm IS NULL
+                           AND a.learned_concurrency IS NOT NULL
+                      THEN greatest(1, conveyor_learned_concurrency(a, now())) END);
+    free_slots := least(p_want, coalesce(cap - running, p_want));
+    -- The declared budget or the learned one, whichever is lower; NULL: no limit.
+    learned := conveyor_learned_tpm(a, now());
+    token_limit := least(a.max_tpm, learned);
+    free_tokens := token_limit - used_tokens;
+    paced := learned IS NOT NULL AND learned = token_limit;
+    free_pace := CASE WHEN paced THEN token_limit / 20 - recent_tokens END;
+    free_requests := floor(a.max_rpm * factor)::int - used_requests;  -- NULL: no request limit
+
+    FOR candidate IN
+        SELECT t.id, t.estimated_tokens, t.run_after, t.priority, t.created_at
+        FROM tasks t
+        WHERE t.status = 'enqueued' AND t.agent = p_agent AND t.run_after <= now()
+        ORDER BY t.priority DESC, t.created_at, t.id
+        LIMIT 4 * p_want + 16
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        EXIT WHEN free_slots <= 0 OR free_requests <= 0;
+        need := coalesce(candidate.estimated_tokens, typical);
+        IF (free_tokens IS NULL OR need <= free_tokens
+            OR (running = 0 AND used_tokens = 0 AND need > token_limit))
+           AND (NOT paced OR need <= free_pace OR recent_tokens = 0) THEN
+            task_id := candidate.id;
+            reserved := need;
+            priority := candidate.priority;
+            created_at := candidate.created_at;
+            RETURN NEXT;
+            running := running + 1;
+            used_tokens := used_tokens + need;
+            free_slots := free_slots - 1;
+            free_tokens := free_tokens - need;
+            free_requests := free_requests - 1;
+            recent_tokens := recent_tokens + need;
+            free_pace := free_pace - need;
+        ELSIF candidate.run_after < now() - make_interval(secs => a.window_seconds) THEN
+            EXIT;  -- it has waited a whole window: it goes first, nothing overtakes it now
+        END IF;
+    END LOOP;
+END $$;

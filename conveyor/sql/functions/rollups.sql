@@ -1,0 +1,400 @@
+-- Metrics rollups of finished tasks, maintained by statement-level triggers on tasks and
+-- task_attempts, and their rebuild. The tables, and what is and is not rolled up, are
+-- described in conveyor/db/migrations/0006_metrics.sql and docs/metrics.md.
+-- The live text; migrate() applies this file whenever it changes.
+--
+-- The trigger functions carry planner settings (SET ... in their definitions): transition
+-- tables have no statistics and plpgsql keeps a statement's first plan (see notify.sql), so
+-- the plans that would be disastrous for a different size are forbidden. Lookups of a task's
+-- row and attempts are then index probes whatever the statement's size, and the join of old
+-- and new attempt rows is a hash join, linear in the rows. The penalty these settings add to
+-- a plan's cost would make it look expensive enough to JIT-compile, which takes half a second
+-- each time: no JIT either.
+
+CREATE OR REPLACE FUNCTION conveyor_log_bucket(v double precision) RETURNS smallint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN v IS NULL OR v < 1 THEN 0
+                ELSE least(1 + floor(10 * log(v)), 32767)::smallint END
+$$;
+
+CREATE OR REPLACE FUNCTION conveyor_confidence(result jsonb) RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN jsonb_typeof(result -> 'confidence') = 'number'
+                THEN (result ->> 'confidence')::double precision END
+$$;
+
+-- Add signed changes to the rollups and the histograms, at both grains, in ONE statement
+-- (each statement a trigger runs costs the finishing statement time on the queue's hot
+-- path). The p_ arrays hold one element per changed task, sign applied; the h_ arrays one
+-- element per histogram entry: a sign, and the values whose buckets it counts in (NULL:
+-- nothing for that kind), response time in ms and cost in dollars. Rows are upserted in
+-- key order, so that two statements never lock the same rows in opposite orders (no
+-- deadlock between workers of one shard), and changes that cancel out write nothing.
+CREATE OR REPLACE FUNCTION conveyor_rollup_apply(
+    p_created timestamptz[], p_agent text[], p_tenant text[], p_status text[],
+    p_tasks bigint[], p_attempts bigint[], p_throttled bigint[], p_input bigint[],
+    p_output bigint[], p_llm numeric[], p_compute numeric[], p_conf_sum double precision[],
+    p_conf_n bigint[],
+    h_created timestamptz[], h_agent text[], h_tenant text[], h_status text[],
+    h_sign bigint[], h_ms double precision[], h_usd numeric[]
+) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    WITH rollups AS (
+        INSERT INTO task_rollups AS r (grain, period, agent, tenant, status, shard, tasks,
+                                       attempts, throttled, input_tokens, output_tokens,
+                                       llm_usd, compute_usd, confidence_sum, confidence_n)
+        SELECT g.grain, date_trunc(g.unit, c.created, 'UTC'), c.agent, c.tenant, c.status,
+               (pg_backend_pid() % 8)::smallint,
+               sum(c.tasks), sum(c.attempts), sum(c.throttled), sum(c.input), sum(c.output),
+               sum(c.llm), sum(c.compute), sum(c.conf_sum), sum(c.conf_n)
+        FROM unnest(p_created, p_agent, p_tenant, p_status, p_tasks, p_attempts, p_throttled,
+                    p_input, p_output, p_llm, p_compute, p_conf_sum, p_conf_n)
+             AS c(created, agent, tenant, status, tasks, attempts, throttled, input, output,
+                  llm, compute, conf_sum, conf_n)
+        CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+        GROUP BY 1, 2, 3, 4, 5
+        HAVING sum(c.tasks) <> 0 OR sum(c.attempts) <> 0 OR sum(c.throttled) <> 0
+            OR sum(c.input) <> 0 OR sum(c.output) <> 0 OR sum(c.llm) <> 0
+            OR sum(c.compute) <> 0 OR sum(c.conf_n) <> 0
+        ORDER BY 1, 2, 3, 4, 5
+        ON CONFLICT (grain, period, agent, tenant, status, shard) DO UPDATE
+        SET tasks = r.tasks + excluded.tasks,
+            attempts = r.attempts + excluded.attempts,
+            throttled = r.throttled + excluded.throttled,
+            input_tokens = r.input_tokens + excluded.input_tokens,
+            output_tokens = r.output_tokens + excluded.output_tokens,
+            llm_usd = r.llm_usd + excluded.llm_usd,
+            compute_usd = r.compute_usd + excluded.compute_usd,
+            confidence_sum = r.confidence_sum + excluded.confidence_sum,
+            confidence_n = r.confidence_n + excluded.confidence_n
+    ), entries AS MATERIALIZED (
+        SELECT c.created, c.agent, c.tenant, c.status, c.sign, v.kind,
+               conveyor_log_bucket(v.value) AS bucket
+        FROM unnest(h_created, h_agent, h_tenant, h_status, h_sign, h_ms, h_usd)
+             AS c(created, agent, tenant, status, sign, ms, usd)
+        CROSS JOIN LATERAL (VALUES ('latency', c.ms), ('cost', c.usd * 1e6)) AS v(kind, value)
+        WHERE v.value IS NOT NULL
+    ), histograms AS (
+        INSERT INTO task_histograms AS h (grain, kind, period, agent, tenant, status, bucket,
+                                          shard, tasks)
+        SELECT g.grain, e.kind, date_trunc(g.unit, e.created, 'UTC'), e.agent, e.tenant,
+               e.status, e.bucket, (pg_backend_pid() % 8)::smallint, sum(e.sign)
+        FROM entries e
+        CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+        GROUP BY 1, 2, 3, 4, 5, 6, 7
+        HAVING sum(e.sign) <> 0
+        ORDER BY 1, 2, 3, 4, 5, 6, 7
+        ON CONFLICT (grain, kind, period, agent, tenant, status, bucket, shard) DO UPDATE
+        SET tasks = h.tasks + excluded.tasks
+    )
+    INSERT INTO task_histograms_by_agent AS h (grain, kind, period, agent, bucket, shard, tasks)
+    SELECT g.grain, e.kind, date_trunc(g.unit, e.created, 'UTC'), e.agent, e.bucket,
+           (pg_backend_pid() % 8)::smallint, sum(e.sign)
+    FROM entries e
+    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+    GROUP BY 1, 2, 3, 4, 5
+    HAVING sum(e.sign) <> 0
+    ORDER BY 1, 2, 3, 4, 5
+    ON CONFLICT (grain, kind, period, agent, bucket, shard) DO UPDATE
+    SET tasks = h.tasks + excluded.tasks;
+END $$;
+
+-- Finished tasks counted in (sign 1) or out (sign -1) of the rollups, with their attempts'
+-- usage as it is now. Called by conveyor_rollup_tasks() with the changed rows as arrays
+-- (all NULL when none changed).
+CREATE OR REPLACE FUNCTION conveyor_rollup_finished(
+    signs bigint[], ids bigint[], created timestamptz[], agents text[], tenants text[],
+    statuses text[], finished timestamptz[], results jsonb[]
+) RETURNS void
+LANGUAGE plpgsql
+SET enable_seqscan = off
+SET jit = off
+AS $$
+DECLARE
+    c record;
+BEGIN
+    IF ids IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(x.created_at) AS created, array_agg(x.agent) AS agent,
+           array_agg(x.tenant) AS tenant, array_agg(x.status) AS status,
+           array_agg(x.sign) AS sign, array_agg(x.sign * x.attempts) AS attempts,
+           array_agg(x.sign * x.throttled) AS throttled,
+           array_agg(x.sign * x.input) AS input, array_agg(x.sign * x.output) AS output,
+           array_agg(x.sign * x.llm) AS llm, array_agg(x.sign * x.compute) AS compute,
+           array_agg(x.sign * coalesce(x.confidence, 0)) AS conf_sum,
+           array_agg(x.sign * (x.confidence IS NOT NULL)::int) AS conf_n,
+           array_agg(x.ms) AS ms, array_agg(x.llm + x.compute) AS usd
+    INTO c
+    FROM (
+        SELECT ch.sign, ch.created_at, ch.agent, coalesce(ch.tenant, '') AS tenant, ch.status,
+               extract(epoch FROM ch.finished_at - ch.created_at)::float8 * 1000 AS ms,
+               conveyor_confidence(ch.result) AS confidence, u.*
+        FROM unnest(signs, ids, created, agents, tenants, statuses, finished, results)
+             AS ch(sign, id, created_at, agent, tenant, status, finished_at, result)
+        CROSS JOIN LATERAL (
+            SELECT count(*) AS attempts,
+                   count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
+                   coalesce(sum(a.input_tokens), 0)::bigint AS input,
+                   coalesce(sum(a.output_tokens), 0)::bigint AS output,
+                   coalesce(sum(a.llm_cost_usd), 0) AS llm,
+                   coalesce(sum(a.compute_cost_usd), 0) AS compute
+            FROM task_attempts a
+            WHERE a.task_id = ch.id
+        ) u
+    ) x;
+    PERFORM conveyor_rollup_apply(c.created, c.agent, c.tenant, c.status, c.sign,
+                                  c.attempts, c.throttled, c.input, c.output, c.llm,
+                                  c.compute, c.conf_sum, c.conf_n,
+                                  c.created, c.agent, c.tenant, c.status, c.sign, c.ms,
+                                  c.usd);
+END $$;
+
+-- Tasks that enter or leave a finished status. Old finished rows are subtracted and new
+-- finished rows added, without joining the old and new transition tables (they have no
+-- index and no statistics): a finished row updated without a change of status is taken
+-- away and added back, which nets to nothing (or to the right change, if its finished_at
+-- or result was edited). The usage of a task's attempts is read as it is at the end of
+-- the statement; conveyor_rollup_attempts() explains why that adds up.
+CREATE OR REPLACE FUNCTION conveyor_rollup_tasks() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_seqscan = off
+SET jit = off
+AS $$
+BEGIN
+    -- Two statements, because an INSERT trigger has no old_rows to name.
+    IF TG_OP = 'INSERT' THEN
+        PERFORM conveyor_rollup_finished(
+                    array_agg(1::bigint), array_agg(n.id), array_agg(n.created_at),
+                    array_agg(n.agent), array_agg(n.tenant), array_agg(n.status),
+                    array_agg(n.finished_at), array_agg(n.result))
+        FROM new_rows n
+        WHERE n.status IN ('completed', 'failed', 'cancelled');
+    ELSE
+        PERFORM conveyor_rollup_finished(
+                    array_agg(ch.sign), array_agg(ch.id), array_agg(ch.created_at),
+                    array_agg(ch.agent), array_agg(ch.tenant), array_agg(ch.status),
+                    array_agg(ch.finished_at), array_agg(ch.result))
+        FROM (
+            SELECT -1::bigint AS sign, o.id, o.created_at, o.agent, o.tenant, o.status,
+                   o.finished_at, o.result
+            FROM old_rows o
+            WHERE o.status IN ('completed', 'failed', 'cancelled')
+            UNION ALL
+            SELECT 1::bigint, n.id, n.created_at, n.agent, n.tenant, n.status,
+                   n.finished_at, n.result
+            FROM new_rows n
+            WHERE n.status IN ('completed', 'failed', 'cancelled')
+        ) ch;
+    END IF;
+    RETURN NULL;
+END $$;
+
+-- Attempts whose usage changes while their task is finished: an outcome reported late (its
+-- lease was lost, or the task cancelled), or usage recorded afterwards (a compute cost).
+--
+-- The rollups hold a finished task's usage as it is at the end of the statement that
+-- finished it. A statement that changes both a task and its attempts (the claim, the end of
+-- an attempt, the sweep, a cancel) is counted by the task trigger alone, which reads the
+-- usage at the end of the statement; this trigger must then add what changed in that
+-- statement only if the task was ALREADY finished before it. It knows that from the
+-- attempt, by the queue's invariant that an attempt is 'running' exactly while its task is
+-- 'processing' in that attempt:
+--   * an attempt inserted 'running' is a claim (its task was enqueued): nothing to add;
+--   * an attempt that was 'running' belonged to a processing task: nothing to add;
+--   * any other attempt's task did not change in this statement: its change is added to
+--     the task's rollup row if the task is finished.
+-- (The one case this misses is a batch of outcomes holding both a late outcome for one
+-- attempt and the applied outcome of a later attempt of the same task; the late usage is
+-- then counted twice. conveyor_rebuild_rollups() recomputes everything from the rows.)
+--
+-- Such a change can race with another transaction finishing (or retrying) the same task:
+-- if each ran before the other committed, the finishing statement would read the usage
+-- without this change while this trigger still saw the task live, and the change would be
+-- lost. So the tasks are locked first (FOR NO KEY UPDATE, in id order, only on this rare
+-- path: a finishing statement's attempts were 'running'), and their status and usage are
+-- read by the next statement, whose snapshot sees whatever committed meanwhile.
+CREATE OR REPLACE FUNCTION conveyor_rollup_attempts() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_seqscan = off
+SET enable_nestloop = off
+SET jit = off
+AS $$
+DECLARE
+    d record;
+    c record;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
+               array_agg(x.attempts ORDER BY x.task_id) AS attempts,
+               array_agg(x.throttled ORDER BY x.task_id) AS throttled,
+               array_agg(x.input ORDER BY x.task_id) AS input,
+               array_agg(x.output ORDER BY x.task_id) AS output,
+               array_agg(x.llm ORDER BY x.task_id) AS llm,
+               array_agg(x.compute ORDER BY x.task_id) AS compute
+        INTO d
+        FROM (
+            SELECT n.task_id, count(*) AS attempts,
+                   count(*) FILTER (WHERE n.status = 'throttled') AS throttled,
+                   coalesce(sum(n.input_tokens), 0)::bigint AS input,
+                   coalesce(sum(n.output_tokens), 0)::bigint AS output,
+                   coalesce(sum(n.llm_cost_usd), 0) AS llm,
+                   coalesce(sum(n.compute_cost_usd), 0) AS compute
+            FROM new_rows n
+            WHERE n.status <> 'running'
+            GROUP BY n.task_id
+        ) x;
+    ELSE
+        SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
+               array_agg(x.attempts ORDER BY x.task_id) AS attempts,
+               array_agg(x.throttled ORDER BY x.task_id) AS throttled,
+               array_agg(x.input ORDER BY x.task_id) AS input,
+               array_agg(x.output ORDER BY x.task_id) AS output,
+               array_agg(x.llm ORDER BY x.task_id) AS llm,
+               array_agg(x.compute ORDER BY x.task_id) AS compute
+        INTO d
+        FROM (
+            SELECT n.task_id, 0::bigint AS attempts,
+                   sum((n.status = 'throttled')::int - (o.status = 'throttled')::int)::bigint
+                       AS throttled,
+                   sum(coalesce(n.input_tokens, 0) - coalesce(o.input_tokens, 0))::bigint
+                       AS input,
+                   sum(coalesce(n.output_tokens, 0) - coalesce(o.output_tokens, 0))::bigint
+                       AS output,
+                   sum(coalesce(n.llm_cost_usd, 0) - coalesce(o.llm_cost_usd, 0)) AS llm,
+                   sum(coalesce(n.compute_cost_usd, 0) - coalesce(o.compute_cost_usd, 0))
+                       AS compute
+            FROM old_rows o
+            JOIN new_rows n USING (id)
+            WHERE o.status <> 'running'
+            GROUP BY n.task_id
+        ) x
+        WHERE x.throttled <> 0 OR x.input <> 0 OR x.output <> 0 OR x.llm <> 0
+           OR x.compute <> 0;
+    END IF;
+    IF d.ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    PERFORM 1 FROM tasks t WHERE t.id = ANY(d.ids) ORDER BY t.id FOR NO KEY UPDATE;
+
+    SELECT array_agg(t.created_at) AS created, array_agg(t.agent) AS agent,
+           array_agg(t.tenant) AS tenant, array_agg(t.status) AS status,
+           array_agg(x.attempts) AS attempts, array_agg(x.throttled) AS throttled,
+           array_agg(x.input) AS input, array_agg(x.output) AS output,
+           array_agg(x.llm) AS llm, array_agg(x.compute) AS compute,
+           array_agg(x.llm + x.compute) AS usd, array_agg(s.usd) AS usd_now
+    INTO c
+    FROM unnest(d.ids, d.attempts, d.throttled, d.input, d.output, d.llm, d.compute)
+         AS x(task_id, attempts, throttled, input, output, llm, compute)
+    CROSS JOIN LATERAL (
+        SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status
+        FROM tasks t
+        WHERE t.id = x.task_id
+          AND t.status IN ('completed', 'failed', 'cancelled')
+        OFFSET 0  -- a parameterised index lookup per task, never a join over all tasks
+    ) t
+    CROSS JOIN LATERAL (
+        SELECT coalesce(sum(a.llm_cost_usd), 0) + coalesce(sum(a.compute_cost_usd), 0) AS usd
+        FROM task_attempts a
+        WHERE a.task_id = x.task_id
+    ) s;
+
+    IF c.created IS NOT NULL THEN
+        PERFORM conveyor_rollup_apply(
+            c.created, c.agent, c.tenant, c.status,
+            array_fill(0::bigint, ARRAY[cardinality(c.created)]),
+            c.attempts, c.throttled, c.input, c.output, c.llm, c.compute,
+            array_fill(0::float8, ARRAY[cardinality(c.created)]),
+            array_fill(0::bigint, ARRAY[cardinality(c.created)]),
+            -- The task's cost moves from the bucket of its total before to the one after.
+            c.created || c.created, c.agent || c.agent, c.tenant || c.tenant,
+            c.status || c.status,
+            array_fill(-1::bigint, ARRAY[cardinality(c.created)])
+                || array_fill(1::bigint, ARRAY[cardinality(c.created)]),
+            array_fill(NULL::float8, ARRAY[2 * cardinality(c.created)]),
+            (SELECT array_agg(now_usd - usd ORDER BY o)
+             FROM unnest(c.usd_now, c.usd) WITH ORDINALITY AS u(now_usd, usd, o))
+                || c.usd_now);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER tasks_rollup_inserted
+    AFTER INSERT ON tasks
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks();
+
+CREATE OR REPLACE TRIGGER tasks_rollup_updated
+    AFTER UPDATE ON tasks
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks();
+
+CREATE OR REPLACE TRIGGER task_attempts_rollup_inserted
+    AFTER INSERT ON task_attempts
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_attempts();
+
+CREATE OR REPLACE TRIGGER task_attempts_rollup_updated
+    AFTER UPDATE ON task_attempts
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_attempts();
+
+-- Recompute both tables from the rows as they are: after a bulk load that bypassed the
+-- triggers, or to repair them. The history of pruned tasks is lost (their rows are gone).
+-- Writers wait for it (SHARE locks), so the result is one consistent picture.
+CREATE OR REPLACE FUNCTION conveyor_rebuild_rollups() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    LOCK TABLE tasks, task_attempts IN SHARE MODE;
+    DELETE FROM task_rollups;
+    DELETE FROM task_histograms;
+    DELETE FROM task_histograms_by_agent;
+    CREATE TEMPORARY TABLE conveyor_rebuild ON COMMIT DROP AS
+    SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status,
+           extract(epoch FROM t.finished_at - t.created_at)::float8 * 1000 AS ms,
+           conveyor_confidence(t.result) AS confidence,
+           coalesce(u.attempts, 0) AS attempts, coalesce(u.throttled, 0) AS throttled,
+           coalesce(u.input, 0) AS input, coalesce(u.output, 0) AS output,
+           coalesce(u.llm, 0) AS llm, coalesce(u.compute, 0) AS compute
+    FROM tasks t
+    LEFT JOIN (
+        SELECT a.task_id, count(*) AS attempts,
+               count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
+               coalesce(sum(a.input_tokens), 0)::bigint AS input,
+               coalesce(sum(a.output_tokens), 0)::bigint AS output,
+               coalesce(sum(a.llm_cost_usd), 0) AS llm,
+               coalesce(sum(a.compute_cost_usd), 0) AS compute
+        FROM task_attempts a
+        GROUP BY a.task_id
+    ) u ON u.task_id = t.id
+    WHERE t.status IN ('completed', 'failed', 'cancelled');
+
+    INSERT INTO task_rollups (grain, period, agent, tenant, status, shard, tasks, attempts,
+                              throttled, input_tokens, output_tokens, llm_usd, compute_usd,
+                              confidence_sum, confidence_n)
+    SELECT g.grain, date_trunc(g.unit, r.created_at, 'UTC'), r.agent, r.tenant, r.status, 0,
+           count(*), sum(r.attempts), sum(r.throttled), sum(r.input), sum(r.output),
+           sum(r.llm), sum(r.compute), coalesce(sum(r.confidence), 0), count(r.confidence)
+    FROM conveyor_rebuild r
+    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+    GROUP BY 1, 2, 3, 4, 5;
+
+    INSERT INTO task_histograms (grain, kind, period, agent, tenant, status, bucket, shard,
+                                 tasks)
+    SELECT g.grain, v.kind, date_trunc(g.unit, r.created_at, 'UTC'), r.agent, r.tenant,
+           r.status, conveyor_log_bucket(v.value), 0, count(*)
+    FROM conveyor_rebuild r
+    CROSS JOIN LATERAL (VALUES ('latency', r.ms), ('cost', (r.llm + r.compute) * 1e6))
+         AS v(kind, value)
+    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+    WHERE v.value IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6, 7;
+
+    INSERT INTO task_histograms_by_agent (grain, kind, period, agent, bucket, shard, tasks)
+    SELECT grain, kind, period, agent, bucket, 0, sum(tasks)
+    FROM task_histograms
+    GROUP BY 1, 2, 3, 4, 5;
+    DROP TABLE conveyor_rebuild;
+END $$;
