@@ -37,6 +37,7 @@ from conveyor.agents.einvoice import from_pdf as einvoice_from_pdf
 from conveyor.agents.einvoice import from_xml as einvoice_from_xml
 from conveyor.agents.llm import classify_image, estimate_tokens, extract_llm
 from conveyor.app import App
+from conveyor.documents import ocr
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.sniff import PDF, XML
 from conveyor.documents.storage import DocumentStore
@@ -87,7 +88,6 @@ class DocumentAgents:
         return path, name if isinstance(name, str) else None
 
     async def extract(self, task: Task, doc_type: str | None) -> dict[str, Any]:
-        from conveyor.agents.offline import classify, extract_offline
         from conveyor.documents.text import extract_text
 
         path, name = self.document_path(task.payload)
@@ -105,6 +105,28 @@ class DocumentAgents:
             einvoice = await asyncio.to_thread(einvoice_from_pdf, path, text)
             if einvoice is not None:
                 return einvoice.model_dump(mode="json")
+        if text.scanned_pages and ocr.available() and not self.app.settings.llm_vision:
+            # A vision model reads scanned pages from their images; nothing else can.
+            try:
+                text = await asyncio.to_thread(ocr.read_scanned, text, path)
+            except UnreadableDocument as exc:
+                raise PermanentFailure(str(exc)) from None
+        return await self.extract_from_text(task, doc_type, text, path, name)
+
+    async def extract_from_text(
+        self,
+        task: Task,
+        doc_type: str | None,
+        text: DocumentText,
+        path: Path,
+        name: str | None,
+        *,
+        pdf: bool = True,
+    ) -> dict[str, Any]:
+        """The offline or LLM extraction of a document's text (`pdf`: `path` is the PDF
+        it came from, not a picture)."""
+        from conveyor.agents.offline import classify, extract_offline
+
         kind: str = doc_type if doc_type is not None else await asyncio.to_thread(classify, text)
         client = self.client()
         extraction: Extraction
@@ -117,7 +139,7 @@ class DocumentAgents:
                     task,
                     text,
                     kind,
-                    pdf=path,
+                    pdf=path if pdf else None,
                     name=name or f"document {path.name[:12]}",
                     chunk_tokens=self.app.settings.llm_chunk_tokens,
                 )
@@ -149,6 +171,14 @@ class DocumentAgents:
     ) -> dict[str, Any]:
         """A picture of a document: only a vision model reads it (there is no text)."""
         client = self.client()
+        if (client is None or not client.vision) and ocr.available():
+            # No model reads pictures here: OCR turns the picture into text to read.
+            await _close(client)
+            try:
+                text = await asyncio.to_thread(ocr.read_picture, path, name)
+            except UnreadableDocument as exc:
+                raise PermanentFailure(str(exc)) from None
+            return await self.extract_from_text(task, doc_type, text, path, name, pdf=False)
         if client is None or not client.vision or media_type not in VISION_TYPES:
             if media_type not in VISION_TYPES:
                 why = f"models take PNG, JPEG, GIF and WebP, not {media_type}"
