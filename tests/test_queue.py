@@ -266,3 +266,109 @@ async def test_prune_deletes_old_finished_tasks_and_their_attempts(app: App, con
         "SELECT count(*) AS n FROM task_attempts WHERE task_id = ANY(%s)", (old,)
     )
     assert (await cur.fetchone())["n"] == 0
+
+
+async def _attempt_times(conn: Any, task_id: int, attempt: int) -> Any:
+    cur = await conn.execute(
+        "SELECT started_at, finished_at, status, late_outcome FROM task_attempts"
+        " WHERE task_id = %s AND attempt = %s",
+        (task_id, attempt),
+    )
+    return await cur.fetchone()
+
+
+async def test_a_repeated_late_outcome_moves_nothing(app: App, conn: Any) -> None:
+    """The start of an attempt moves by the time its task waited in the worker's buffer,
+    once, by the outcome that ends it. A late outcome repeated three times used to move it
+    100 s each time, past its end."""
+    task_id = await app.enqueue_async("a", {})
+    (stale,) = await claim(conn, worker="stale")
+    await conn.execute(
+        "UPDATE tasks SET lease_expires_at = now() - interval '1 s' WHERE id = %s", (task_id,)
+    )
+    assert await queue.sweep_expired(conn) == [(task_id, TaskStatus.ENQUEUED)]
+    swept = await _attempt_times(conn, task_id, 1)
+    late = Outcome(stale.id, stale.attempt, "succeeded", result='"late"', started_after=100.0)
+    for _ in range(3):
+        assert await queue.finish(conn, [late]) == [queue.FinishResult(task_id, 1, False)]
+    after = await _attempt_times(conn, task_id, 1)
+    assert (after["started_at"], after["finished_at"]) == (
+        swept["started_at"],
+        swept["finished_at"],
+    )
+    assert (after["status"], after["late_outcome"]) == ("lost", "succeeded")
+    # The outcome that does end its attempt still moves the start, by exactly its wait.
+    (fresh,) = await claim(conn, worker="fresh")
+    claimed = await _attempt_times(conn, task_id, 2)
+    done = Outcome(fresh.id, fresh.attempt, "succeeded", result="1", started_after=0.5)
+    assert await queue.finish(conn, [done]) == [queue.FinishResult(task_id, 2, True)]
+    ended = await _attempt_times(conn, task_id, 2)
+    assert (ended["started_at"] - claimed["started_at"]).total_seconds() == 0.5
+
+
+async def test_a_repeated_release_is_a_repeat_not_a_late_outcome(app: App, conn: Any) -> None:
+    """A worker that did not hear the commit of its release writes it again: that is the
+    same outcome, not one that came after someone else ended the attempt."""
+    from conveyor.worker import RELEASED
+
+    task_id = await app.enqueue_async("a", {})
+    (t,) = await claim(conn)
+    released = Outcome(t.id, t.attempt, "released", error=RELEASED)
+    assert await queue.finish(conn, [released]) == [queue.FinishResult(task_id, 1, True)]
+    assert await queue.finish(conn, [released]) == [], "a repeat: nothing to say"
+    row = await _attempt_times(conn, task_id, 1)
+    assert (row["status"], row["late_outcome"]) == ("lost", None)
+    # A release that arrives after a sweep ended the attempt is late, and says so.
+    (t,) = await claim(conn)
+    await conn.execute(
+        "UPDATE tasks SET lease_expires_at = now() - interval '1 s' WHERE id = %s", (task_id,)
+    )
+    await queue.sweep_expired(conn)
+    late = Outcome(t.id, t.attempt, "released", error=RELEASED)
+    assert await queue.finish(conn, [late]) == [queue.FinishResult(task_id, 2, False)]
+    assert (await _attempt_times(conn, task_id, 2))["late_outcome"] == "released"
+
+
+async def _limited_agents(conn: Any, names: list[str]) -> None:
+    """Limited agents whose rows lie in the table against name order (an update moves a
+    row to the end of its page), so that a statement that locks them in the order it
+    meets them does not lock them in name order."""
+    await queue.register_agents(
+        conn, [queue.AgentRegistration(n, max_concurrent=100) for n in names]
+    )
+    for name in sorted(names):
+        await conn.execute("UPDATE agents SET last_seen_at = now() WHERE name = %s", (name,))
+    await conn.execute("ANALYZE agents")
+
+
+async def _connect(database_url: str) -> Any:
+    return await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, row_factory=dict_row
+    )
+
+
+async def test_throttle_reports_and_claims_on_many_connections_never_deadlock(
+    app: App, database_url: str, conn: Any
+) -> None:
+    """Claims of several limited agents and reports that they were throttled, at once, on
+    separate connections: both lock agent rows, and must do it in the same order."""
+    names = ["t_a", "t_b", "t_c", "t_d"]
+    await _limited_agents(conn, names)
+
+    async def claims(c: Any) -> None:
+        for _ in range(40):
+            await queue.claim(c, worker_id="w", agents=names, limit=4)
+
+    async def reports(c: Any) -> None:
+        for _ in range(40):
+            # Retry-After 0: paused until now, so the claims keep locking the rows too.
+            await queue.report_throttled(c, dict.fromkeys(names, 0.0))
+
+    connections = [await _connect(database_url) for _ in range(6)]
+    try:
+        await asyncio.gather(
+            *((claims if n % 2 else reports)(c) for n, c in enumerate(connections))
+        )
+    finally:
+        for c in connections:
+            await c.close()
