@@ -292,3 +292,51 @@ async def test_usage_reported_without_a_cost_is_priced(served: Any, conn: Any) -
             (attempt,) = (await app.get_task_async(task_id)).attempt_history
             costs.append(attempt.llm_cost_usd)
     assert costs == [3 * 1 + 1 * 2, None], "priced from the override; unknown: left empty"
+
+
+async def _connect(database_url: str) -> Any:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    return await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, row_factory=dict_row
+    )
+
+
+async def test_the_first_callers_of_a_fresh_database_all_get_the_one_key(
+    database_url: str, conn: Any
+) -> None:
+    """The key is created by the first process that needs it. Callers that find it being
+    created wait for that commit, and must then get the key: with INSERT ... DO NOTHING and
+    a read in the same statement they got nothing (the read's snapshot predates the commit),
+    and the external jobs of a fresh database failed without starting."""
+    first, *others = [await _connect(database_url) for _ in range(6)]
+    try:
+        async with first.transaction():
+            key = await queue.callback_key(first)  # inserted, not yet committed
+            waiting = [asyncio.create_task(queue.callback_key(c)) for c in others]
+            pids = [c.info.backend_pid for c in others]
+            await wait_for(lambda: _all_waiting(conn, pids), what="callers waiting on the insert")
+        assert await asyncio.gather(*waiting) == [key] * len(others)
+    finally:
+        for c in [first, *others]:
+            await c.close()
+    # And a stampede of fresh connections, none holding anything back.
+    await conn.execute("DELETE FROM conveyor_keys")
+    stampede = [await _connect(database_url) for _ in range(12)]
+    try:
+        keys = await asyncio.gather(*(queue.callback_key(c) for c in stampede))
+    finally:
+        for c in stampede:
+            await c.close()
+    assert len(set(keys)) == 1 and keys[0] != key
+
+
+async def _all_waiting(conn: Any, pids: list[int]) -> bool:
+    cur = await conn.execute(
+        "SELECT count(*) AS n FROM pg_stat_activity"
+        " WHERE pid = ANY(%s) AND wait_event_type = 'Lock'",
+        (pids,),
+    )
+    row = await cur.fetchone()
+    return bool(row["n"] == len(pids))
