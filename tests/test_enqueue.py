@@ -197,6 +197,29 @@ async def test_run_after_is_stored_from_seconds_timedelta_or_datetime(app: App) 
     assert 20 < (c.run_after - c.created_at).total_seconds() < 40
 
 
+async def test_a_delay_counts_from_the_database_clock(app: App) -> None:
+    """A relative run_after is added to the database's now(), the clock created_at reads
+    in the same statement: the two differ by exactly the delay, to the microsecond. Added
+    to this process's clock, it was off by the time from the client to the server (and on
+    another machine, by the clocks' skew). The same holds for the COPY path of a large
+    batch, and for a delay that lies in the past."""
+    one = await app.enqueue_async("a", run_after=timedelta(seconds=30.25))
+    many = await app.enqueue_many_async(
+        [NewTask("a", {"n": n}, run_after=-7.5 if n % 2 else 45) for n in range(300)]
+    )
+    for task_id, delay in [(one, 30.25), (many[0], 45), (many[1], -7.5), (many[-1], -7.5)]:
+        task = await app.get_task_async(task_id)
+        assert (task.run_after - task.created_at).total_seconds() == delay
+
+
+@pytest.mark.parametrize("delay", [1e12, -1e12, timedelta(days=10**6)])
+async def test_a_delay_beyond_a_century_is_refused(app: App, delay: Any) -> None:
+    with pytest.raises(InvalidTask, match="century"):
+        await app.enqueue_async("a", run_after=delay)
+    with pytest.raises(InvalidTask, match="century"):
+        await app.enqueue_many_async([NewTask("a", run_after=delay)] * 300)
+
+
 async def test_enqueue_notifies_in_the_same_transaction(app: App, database_url: str) -> None:
     await app.database()
     listener = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
