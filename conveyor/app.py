@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from conveyor import queue
 from conveyor.db.migrate import migrate
-from conveyor.db.pool import Connection, Database, resolve_url
+from conveyor.db.pool import MIGRATION_STATEMENT_TIMEOUT, Connection, Database, resolve_url
 from conveyor.errors import InvalidTask
 from conveyor.external import Dispatcher
 from conveyor.queue import NewTask, TaskRecord
@@ -220,9 +220,6 @@ class App:
         async with db.connection() as conn:
             yield conn
 
-    def _resolve_url(self) -> str:
-        return self.database_url
-
     async def database(self) -> Database:
         """This loop's pool, opened (and migrated, agents registered) on first use."""
         loop = asyncio.get_running_loop()
@@ -238,11 +235,13 @@ class App:
         return runtime.db
 
     async def _connect(self) -> _Runtime:
-        url = await asyncio.to_thread(self._resolve_url)
-        db = Database(url, max_size=self.pool_size)
-        await db.open()
+        url = await asyncio.to_thread(lambda: self.database_url)
+        db = Database(
+            url, max_size=self.pool_size, statement_timeout=self.settings.statement_timeout
+        )
+        await db.open(timeout=max(30.0, self.settings.statement_timeout))
         try:
-            async with db.connection() as conn:
+            async with db.connection(statement_timeout=MIGRATION_STATEMENT_TIMEOUT) as conn:
                 if self.auto_migrate:
                     await migrate(conn)
                 rate = self.settings.compute_usd_per_hour

@@ -8,10 +8,15 @@ CONVEYOR_POLL_INTERVAL     seconds between polls of an idle worker (default 1)
 CONVEYOR_LISTEN            0 turns LISTEN/NOTIFY off, behind a transaction pooler (default 1)
 CONVEYOR_SWEEP_INTERVAL    seconds between sweeps for expired leases (default 2)
 CONVEYOR_SHUTDOWN_TIMEOUT  seconds running tasks get to finish on SIGTERM (default 30)
+CONVEYOR_STATEMENT_TIMEOUT the longest a statement (or an idle transaction) may take; a
+                           database that does not answer within it (+2 s) is unavailable
+                           (default 10s)
 CONVEYOR_PRUNE_AFTER       e.g. 30d: workers delete tasks finished longer ago (default: keep)
 CONVEYOR_LOG_FORMAT        text or json (default text)
 CONVEYOR_PUBLIC_URL        where external jobs reach the web app for their callbacks
                            (default http://127.0.0.1:8000)
+CONVEYOR_ALLOWED_HOSTS     more names the web app answers to (Host header), comma-separated,
+                           besides loopback, the host it listens on and PUBLIC_URL's; * any
 CONVEYOR_LLM_MODEL         the model the document agents call; unset: the offline extractor
 CONVEYOR_LLM_BASE_URL      an OpenAI-compatible endpoint (default: the SDK's, OpenAI's)
 CONVEYOR_LLM_API_KEY       its key (default: OPENAI_API_KEY, as the SDK reads it)
@@ -93,9 +98,11 @@ class Settings:
     listen: bool = True
     sweep_interval: float = 2.0
     shutdown_timeout: float = 30.0
+    statement_timeout: float = 10.0
     prune_after: float | None = None
     log_format: str = "text"
     public_url: str = "http://127.0.0.1:8000"
+    allowed_hosts: tuple[str, ...] = ()
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None
@@ -122,11 +129,28 @@ class Settings:
             listen=_env_bool("CONVEYOR_LISTEN", True),
             sweep_interval=_env_float("CONVEYOR_SWEEP_INTERVAL", 2.0),
             shutdown_timeout=_env_float("CONVEYOR_SHUTDOWN_TIMEOUT", 30.0),
+            statement_timeout=_statement_timeout(),
             prune_after=parse_duration(prune) if prune else None,
             log_format=log_format,
             public_url=os.environ.get("CONVEYOR_PUBLIC_URL") or "http://127.0.0.1:8000",
+            allowed_hosts=tuple(
+                name.strip().lower()
+                for name in os.environ.get("CONVEYOR_ALLOWED_HOSTS", "").split(",")
+                if name.strip()
+            ),
             **_llm_settings(),
         )
+
+
+def _statement_timeout() -> float:
+    seconds = _env_float("CONVEYOR_STATEMENT_TIMEOUT", 10.0)
+    # PostgreSQL takes whole milliseconds, and 0 would mean no bound at all.
+    if not 0.001 <= seconds <= 86400:
+        raise SettingsError(
+            f"CONVEYOR_STATEMENT_TIMEOUT={os.environ['CONVEYOR_STATEMENT_TIMEOUT']!r}: "
+            "expected a duration from 1ms to 1d (e.g. 10s)"
+        )
+    return seconds
 
 
 def _llm_settings() -> dict[str, Any]:
