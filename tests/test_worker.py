@@ -12,7 +12,7 @@ import pytest
 
 from conveyor import App, PermanentFailure, Task, TaskStatus, Throttled, queue
 from conveyor.settings import Settings
-from conveyor.worker import Worker, backoff
+from conveyor.worker import Worker, backoff, claim_sizes
 from tests.conftest import wait_for
 
 
@@ -373,3 +373,62 @@ def test_agents_with_timed_budgets_are_looked_at_more_often(settings: Settings) 
     short = App(settings=settings)
     short.agent("tiny", max_tpm=10, window_seconds=1)(_quick)
     assert Worker(short)._poll_interval() == 0.1, "ten times a second at most"
+
+
+def test_a_shrunk_prefetch_claims_nothing_rather_than_a_negative_count() -> None:
+    """When the adaptive prefetch shrinks under a full buffer (tasks got slower), capacity
+    goes below zero. The claim must then be empty: a negative one (the expression was
+    `capacity - claiming`, here -3) lowered the count of slots promised to claims in
+    flight, and the other lane claimed that many more than there was room for."""
+    sizes = dict(free_slots=0, work_maybe=True, releasing_orphans=False)
+    assert claim_sizes(capacity=-3, claiming=0, **sizes) == (0, 0, 0)
+    assert claim_sizes(capacity=-3, claiming=5, **sizes) == (0, 0, 0)
+    assert claim_sizes(capacity=2, claiming=5, **sizes) == (0, 0, 0)
+    # Room left: claim it, limited agents only for the slots free now.
+    assert claim_sizes(capacity=10, claiming=4, **{**sizes, "free_slots": 2}) == (6, 6, 2)
+    assert claim_sizes(capacity=10, claiming=0, **{**sizes, "work_maybe": False}) == (10, 0, 0)
+    orphans = {**sizes, "releasing_orphans": True}
+    assert claim_sizes(capacity=10, claiming=4, **orphans) == (6, 0, 0)
+    assert claim_sizes(capacity=10, claiming=0, **orphans) == (10, 10, 0)
+
+
+async def test_what_a_429_taught_is_kept_when_recording_it_fails(
+    settings: Settings, conn: Any
+) -> None:
+    """Recording a throttle fails once (a serialization failure, injected by a trigger):
+    the lesson is kept and recorded by a later exchange, not dropped, and the agent does
+    not claim before it is (it would claim at the budget the endpoint just refused)."""
+    app = App(settings=settings)
+
+    @app.agent("llm", max_tpm=100_000, max_attempts=1)
+    async def llm(task: Task) -> str:
+        if task.attempt == 1:
+            raise Throttled(retry_after=0.05)
+        return "ok"
+
+    await app.database()
+    await conn.execute("""
+        CREATE SEQUENCE throttle_faults;
+        CREATE FUNCTION fail_first_report() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF nextval('throttle_faults') = 1 THEN
+                RAISE EXCEPTION USING ERRCODE = '40001', MESSAGE = 'injected';
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER fail_first_report BEFORE UPDATE OF throttled_at ON agents
+        FOR EACH ROW EXECUTE FUNCTION fail_first_report();
+    """)
+    task_id = await app.enqueue_async("llm", {})
+    async with Running(Worker(app, concurrency=1)):
+        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), what="completion")
+    cur = await conn.execute(
+        "SELECT a.throttle_factor, a.throttled_at, (SELECT last_value FROM throttle_faults) AS"
+        " faults, (SELECT min(started_at) FROM task_attempts WHERE attempt = 2) AS retried"
+        " FROM agents a WHERE name = 'llm'"
+    )
+    row = await cur.fetchone()
+    assert row["faults"] >= 2, "the first report failed, a later one went through"
+    assert row["throttle_factor"] == 0.5 and row["throttled_at"] is not None
+    assert row["throttled_at"] <= row["retried"], "recorded before the agent claimed again"
+    await app.aclose()
