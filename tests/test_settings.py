@@ -58,6 +58,9 @@ def test_settings_come_from_the_environment(
         ("CONVEYOR_LISTEN", "maybe", "expected 1/0"),
         ("CONVEYOR_SWEEP_INTERVAL", "often", "is not a number of seconds"),
         ("CONVEYOR_LOG_FORMAT", "xml", "expected text or json"),
+        ("CONVEYOR_STATEMENT_TIMEOUT", "0", "from 1ms to 1d"),
+        ("CONVEYOR_STATEMENT_TIMEOUT", "2d", "from 1ms to 1d"),
+        ("CONVEYOR_STATEMENT_TIMEOUT", "forever", "is not a number of seconds"),
     ],
 )
 def test_a_bad_variable_is_named_in_the_error(
@@ -67,6 +70,13 @@ def test_a_bad_variable_is_named_in_the_error(
     with pytest.raises(SettingsError, match=message) as error:
         Settings.from_env()
     assert name in str(error.value)
+
+
+def test_the_statement_timeout_bounds_every_statement(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONVEYOR_STATEMENT_TIMEOUT", raising=False)
+    assert Settings.from_env().statement_timeout == 10.0  # a bound even when unset
+    monkeypatch.setenv("CONVEYOR_STATEMENT_TIMEOUT", "90s")
+    assert Settings.from_env().statement_timeout == 90.0
 
 
 def test_root_keeps_its_state_out_of_its_home_folder(monkeypatch: pytest.MonkeyPatch) -> None:
