@@ -6,7 +6,7 @@
 
 Measured in one run, in one process pinned to one core (os.sched_setaffinity):
 
-1. generation: milliseconds per sample PDF (conveyor.documents.samples);
+1. generation: milliseconds per sample PDF (conveyor.testing.samples);
 2. text extraction (conveyor.documents.text): pages/s over every generated PDF, for
    invoices, for contracts and for one 200-page contract, the median of 3 passes;
 3. for each extractor: field-level precision, recall and accuracy per document type;
@@ -50,9 +50,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from conveyor.agents.offline import classify, extract_offline  # noqa: E402
-from conveyor.documents.samples import Sample, make_contract, make_invoice  # noqa: E402
 from conveyor.documents.text import DocumentText, extract_text  # noqa: E402
 from conveyor.documents.types import Extraction  # noqa: E402
+from conveyor.testing.samples import Sample, make_contract, make_invoice  # noqa: E402
 
 THRESHOLD = 0.9
 TARGET_FIELDS = ("number", "issue_date", "due_date", "subtotal", "tax", "total")

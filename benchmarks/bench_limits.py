@@ -5,7 +5,7 @@ time in queue by priority, wall time.
 
 500 tasks of heavy-tailed sizes (100 to 20,000 tokens) go, all enqueued at once, through
 4 worker processes (concurrency 16 each) to the LLM endpoint simulator
-(`python -m conveyor.llm.simulator`, one subprocess per scenario), whose minute is scaled
+(`python -m conveyor.testing.simulator`, one subprocess per scenario), whose minute is scaled
 to a 10 s window. Each scenario gets a fresh database (bench_limits_<pid>_<scenario>,
 dropped at the end) and a fresh simulator:
 
@@ -166,7 +166,7 @@ def describe_workload(tasks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class SimulatorProcess:
-    """`python -m conveyor.llm.simulator` on a free port; its output goes to a file."""
+    """`python -m conveyor.testing.simulator` on a free port; its output goes to a file."""
 
     def __init__(self, plan: Plan, rpm: int, folder: Path) -> None:
         self.out = folder / "simulator.log"
@@ -175,7 +175,7 @@ class SimulatorProcess:
             [
                 sys.executable,
                 "-m",
-                "conveyor.llm.simulator",
+                "conveyor.testing.simulator",
                 "--tpm",
                 str(plan.tpm),
                 "--rpm",

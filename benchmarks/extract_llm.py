@@ -1,6 +1,6 @@
 """The LLM extractor for bench_extract.py: `--extractors llm` (or `offline,llm`).
 
-The model is the LLM endpoint simulator in answer mode (conveyor.llm.answers), served from
+The model is the LLM endpoint simulator in answer mode (conveyor.testing.answers), served from
 a thread of the benchmark's process: it answers every request from the sample's truth,
 each field wrong with probability --llm-error-rate (left out, or misread: a digit, a day,
 a word), seeded, so a run is reproducible. What this measures is therefore the
@@ -18,13 +18,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from conveyor.agents.llm import DEFAULT_CHUNK_TOKENS, extract_llm
-from conveyor.documents.samples import Sample
 from conveyor.documents.text import DocumentText
-from conveyor.llm.answers import TruthResponder
 from conveyor.llm.client import LLMClient
 from conveyor.llm.pricing import Pricer
-from conveyor.llm.simulator import Simulator
 from conveyor.task import Task
+from conveyor.testing.answers import TruthResponder
+from conveyor.testing.samples import Sample
+from conveyor.testing.simulator import Simulator
 
 DEFAULT_ERROR_RATE = 0.05
 DEFAULT_MODEL = "gpt-4o-mini"  # priced by genai-prices; the simulator answers any name

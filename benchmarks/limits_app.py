@@ -9,7 +9,7 @@ the LLM endpoint simulator once per task.
 limits come from BENCH_LIMITS_AGENT; the harness declares the same ones in its own App.
 
 A task's payload is {"n": index, "tokens": cost}. The request is built so that it costs
-exactly `tokens` by the simulator's rule (conveyor.llm.protocol): 3 for the reply's priming,
+exactly `tokens` by the simulator's rule (conveyor.testing.protocol): 3 for the reply's priming,
 4 + ceil(characters / 4) for the one user message, plus the completion, which is the default
 responder's short JSON answer (COMPLETION_TOKENS) under a `max_tokens` cap that never cuts
 it. So a task's `estimated_tokens` is what its request really costs, to the token.
@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from conveyor import App, Task, Throttled
-from conveyor.llm.protocol import CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
+from conveyor.testing.protocol import CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 
 AGENT = "llm"
 MODEL = "sim-model"

@@ -8,7 +8,7 @@ sleep   sleeps payload["seconds"] (default 1), then returns how long it slept
 flaky   fails with probability payload["p"] (default 0.3), to show retries
 
 `enqueue_demo_documents` makes the demo batch of an empty database: four invoices and two
-contracts from the sample generator (conveyor.documents.samples), stored and submitted as
+contracts from the sample generator (conveyor.testing.samples), stored and submitted as
 `conveyor submit` would. The PDFs ship in `conveyor/demo_documents/` (24 KB), so that the
 demo needs neither reportlab nor a network; `python -m conveyor.demo` draws them again.
 """
@@ -71,7 +71,7 @@ async def enqueue_demo_documents(app: App, say: Callable[[str], None] = print) -
 
 def write_demo_documents(folder: Path = DEMO_DOCUMENTS) -> list[Path]:
     """Draw the demo documents again (needs reportlab: pip install 'conveyor[samples]')."""
-    from conveyor.documents.samples import make_contract, make_invoice
+    from conveyor.testing.samples import make_contract, make_invoice
 
     samples = [make_invoice(seed) for seed in range(1, DEMO_INVOICES + 1)]
     samples += [make_contract(seed, pages=3) for seed in range(1, DEMO_CONTRACTS + 1)]

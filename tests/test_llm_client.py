@@ -19,8 +19,8 @@ from conveyor.llm.client import (
     LLMUnavailable,
     retry_after,
 )
-from conveyor.llm.protocol import ChatCompletionRequest
-from conveyor.llm.simulator import Simulator
+from conveyor.testing.protocol import ChatCompletionRequest
+from conveyor.testing.simulator import Simulator
 
 
 class Point(BaseModel):

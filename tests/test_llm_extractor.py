@@ -13,14 +13,14 @@ import pytest
 from conveyor import App, Task, TaskStatus, Throttled
 from conveyor.agents.documents import declare_document_agents
 from conveyor.agents.llm import extract_llm, merge, overhead_tokens
-from conveyor.documents.samples import make_contract, make_invoice, scanned
 from conveyor.documents.submit import submit_files
 from conveyor.documents.text import extract_text
-from conveyor.llm.answers import TruthResponder, skeleton
 from conveyor.llm.client import LLMClient
-from conveyor.llm.protocol import ChatCompletionRequest, ImagePart
-from conveyor.llm.simulator import Simulator
 from conveyor.settings import Settings
+from conveyor.testing.answers import TruthResponder, skeleton
+from conveyor.testing.protocol import ChatCompletionRequest, ImagePart
+from conveyor.testing.samples import make_contract, make_invoice, scanned
+from conveyor.testing.simulator import Simulator
 from conveyor.worker import Worker
 from tests.conftest import wait_for
 from tests.test_worker import Running
@@ -287,7 +287,7 @@ def test_answer_mode_injects_errors_reproducibly() -> None:
 def test_the_simulator_cli_refuses_a_missing_truth_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from conveyor.llm.simulator import main
+    from conveyor.testing.simulator import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["--truth", str(tmp_path / "nope"), "--port", "0"])

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from conveyor.agents.offline import classify, extract_offline
-from conveyor.documents.samples import make_contract, make_invoice, scanned
 from conveyor.documents.text import DocumentText, PageText, extract_text
+from conveyor.testing.samples import make_contract, make_invoice, scanned
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

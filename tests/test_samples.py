@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from conveyor.documents.samples import make_contract, make_invoice
 from conveyor.documents.text import extract_text
 from conveyor.documents.types import Contract, Invoice, cross_checks
+from conveyor.testing.samples import make_contract, make_invoice
 
 
 def test_the_same_seed_gives_the_same_bytes_and_truth() -> None:

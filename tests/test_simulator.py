@@ -25,11 +25,16 @@ import pytest
 import pytest_asyncio
 from pydantic import ValidationError
 
-from conveyor.llm.protocol import ChatCompletion, ChatCompletionRequest, cut_to_cap, prompt_tokens
-from conveyor.llm.recorder import LogEntry
-from conveyor.llm.routes import duration
-from conveyor.llm.simulator import Simulator, is_loopback, json_responder, main
-from conveyor.llm.window import Limits, RollingWindow
+from conveyor.testing.protocol import (
+    ChatCompletion,
+    ChatCompletionRequest,
+    cut_to_cap,
+    prompt_tokens,
+)
+from conveyor.testing.recorder import LogEntry
+from conveyor.testing.routes import duration
+from conveyor.testing.simulator import Simulator, is_loopback, json_responder, main
+from conveyor.testing.window import Limits, RollingWindow
 from tests.conftest import wait_for
 from tests.processes import ROOT
 
@@ -538,7 +543,7 @@ def test_the_cli_refuses_a_remote_host(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_the_cli_serves_until_ctrl_c() -> None:
-    command = [sys.executable, "-m", "conveyor.llm.simulator", "--rpm", "5", "--port", "0"]
+    command = [sys.executable, "-m", "conveyor.testing.simulator", "--rpm", "5", "--port", "0"]
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     with subprocess.Popen(
         command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, text=True

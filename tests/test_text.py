@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from conveyor.documents.errors import UnreadableDocument
-from conveyor.documents.samples import (
+from conveyor.documents.text import extract_text
+from conveyor.documents.types import Invoice
+from conveyor.testing.samples import (
     encrypted,
     garbage,
     make_contract,
@@ -15,8 +17,6 @@ from conveyor.documents.samples import (
     scanned,
     truncated,
 )
-from conveyor.documents.text import extract_text
-from conveyor.documents.types import Invoice
 
 
 def test_pages_and_their_text(tmp_path: Path) -> None:

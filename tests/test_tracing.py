@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from conveyor import App, Task, TaskStatus, tracing
 from conveyor.llm.client import LLMClient
-from conveyor.llm.simulator import Simulator
 from conveyor.settings import Settings
+from conveyor.testing.simulator import Simulator
 from conveyor.worker import Worker
 from tests.conftest import wait_for
 from tests.processes import ROOT

@@ -1,5 +1,5 @@
-"""LLM endpoints. `conveyor.llm.simulator`: an OpenAI-compatible one, rate-limited, for tests.
+"""LLM endpoints: the client (`client`) and the price of a call (`pricing`). The endpoint
+simulator that tests and benchmarks use lives in `conveyor.testing.simulator`.
 
-Nothing is imported here on purpose: the simulator pulls in FastAPI and uvicorn, which code
-that only talks to an endpoint should not pay for.
+Nothing is imported here on purpose: code that only prices calls need not load the client.
 """

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from conveyor.documents.samples.contracts import contract_spec, draw_contract
-from conveyor.documents.samples.invoices import draw_invoice, invoice_spec
+from conveyor.testing.samples.contracts import contract_spec, draw_contract
+from conveyor.testing.samples.invoices import draw_invoice, invoice_spec
 
 
 @dataclass(frozen=True)

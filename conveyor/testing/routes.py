@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from conveyor.llm.protocol import (
+from conveyor.testing.protocol import (
     AssistantMessage,
     ChatCompletion,
     ChatCompletionRequest,
@@ -28,11 +28,11 @@ from conveyor.llm.protocol import (
     cut_to_cap,
     prompt_tokens,
 )
-from conveyor.llm.recorder import LogEntry, Stats
-from conveyor.llm.window import Decision, Limits
+from conveyor.testing.recorder import LogEntry, Stats
+from conveyor.testing.window import Decision, Limits
 
 if TYPE_CHECKING:
-    from conveyor.llm.simulator import Simulator
+    from conveyor.testing.simulator import Simulator
 
 COMPLETIONS = "/v1/chat/completions"
 

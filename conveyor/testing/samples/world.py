@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conveyor.documents.samples.formats import MoneyStyle, eu_money, us_money
+from conveyor.testing.samples.formats import MoneyStyle, eu_money, us_money
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from conveyor.documents.samples.formats import MoneyStyle, format_date
-from conveyor.documents.samples.world import CATALOGUE, CUSTOMERS, PLACES, VENDORS, Company
 from conveyor.documents.types import Customer, Invoice, LineItem, Vendor
+from conveyor.testing.samples.formats import MoneyStyle, format_date
+from conveyor.testing.samples.world import CATALOGUE, CUSTOMERS, PLACES, VENDORS, Company
 
 NUMBER_LABELS = ("Invoice No.", "Invoice #", "Invoice Number", "Bill number", "Invoice no:")
 HARD_NUMBER_LABELS = ("Reference", "Document No.", "Our ref.")

@@ -5,14 +5,14 @@
         ...  # POST {url}/v1/chat/completions; OpenAI(base_url=f"{url}/v1")
     simulator.stats().within_limits
 
-or, from a shell: python -m conveyor.llm.simulator --tpm 200000 --rpm 300 --port 8089
+or, from a shell: python -m conveyor.testing.simulator --tpm 200000 --rpm 300 --port 8089
 
 With `--truth DIR [--error-rate 0.1] [--seed N]` it answers extraction requests from
-ground truth, with injected errors (see `conveyor.llm.answers`).
+ground truth, with injected errors (see `conveyor.testing.answers`).
 
 Every request costs its prompt and completion tokens (estimated as in
-`conveyor.llm.protocol`), decided before the answer is produced; the rolling window of
-`conveyor.llm.window` admits it or refuses it with a 429 and Retry-After. An admitted
+`conveyor.testing.protocol`), decided before the answer is produced; the rolling window of
+`conveyor.testing.window` admits it or refuses it with a 429 and Retry-After. An admitted
 request then takes `base_latency + per_token_latency * completion_tokens` seconds, so
 concurrency matters as with a real endpoint. One set of limits covers every model: run one
 simulator per endpoint to simulate several.
@@ -37,10 +37,10 @@ from types import TracebackType
 import uvicorn
 from fastapi import FastAPI
 
-from conveyor.llm.protocol import ChatCompletionRequest
-from conveyor.llm.recorder import LogEntry, Recorder, Stats
-from conveyor.llm.routes import create_app
-from conveyor.llm.window import Limits
+from conveyor.testing.protocol import ChatCompletionRequest
+from conveyor.testing.recorder import LogEntry, Recorder, Stats
+from conveyor.testing.routes import create_app
+from conveyor.testing.window import Limits
 
 BACKLOG = 2048
 KEEP_ALIVE_SECONDS = 75
@@ -254,7 +254,7 @@ def is_loopback(host: str) -> bool:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m conveyor.llm.simulator",
+        prog="python -m conveyor.testing.simulator",
         description="Serve an OpenAI-compatible chat-completions endpoint with rate limits.",
     )
     parser.add_argument("--rpm", type=_positive_int, help="requests per window (default: none)")
@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         responder: Responder = json_responder
         if args.truth is not None:
-            from conveyor.llm.answers import TruthResponder
+            from conveyor.testing.answers import TruthResponder
 
             responder = TruthResponder.from_dir(
                 args.truth, error_rate=args.error_rate, seed=args.seed

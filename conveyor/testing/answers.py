@@ -2,7 +2,7 @@
 
     responder = TruthResponder.from_dir("truth/", error_rate=0.1, seed=7)
     Simulator(responder=responder)
-    # or: python -m conveyor.llm.simulator --truth truth/ --error-rate 0.1
+    # or: python -m conveyor.testing.simulator --truth truth/ --error-rate 0.1
 
 The truth is a folder of JSON files, one per document, named by a key that the request
 carries: a file `invoice-0007.json` answers every request whose messages contain the text
@@ -33,7 +33,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from conveyor.llm.protocol import ChatCompletionRequest, TextPart
+from conveyor.testing.protocol import ChatCompletionRequest, TextPart
 
 _DECIMAL = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 

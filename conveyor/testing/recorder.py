@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, computed_field
 
-from conveyor.llm.window import Decision, LimitName, Limits, RollingWindow
+from conveyor.testing.window import Decision, LimitName, Limits, RollingWindow
 
 Outcome = Literal["admitted", "refused", "invalid"]
 
@@ -43,7 +43,7 @@ class Period(BaseModel):
 
     The window is fullest right after an admission, so the peaks are taken there: they are
     the most requests and tokens any window held, and never exceed the limits (except for
-    an oversized request, admitted alone: see `conveyor.llm.window`).
+    an oversized request, admitted alone: see `conveyor.testing.window`).
     """
 
     limits: Limits

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from conveyor.documents.samples.formats import format_date, in_words
-from conveyor.documents.samples.world import CUSTOMERS, VENDORS
 from conveyor.documents.types import Contract, Party, Renewal
+from conveyor.testing.samples.formats import format_date, in_words
+from conveyor.testing.samples.world import CUSTOMERS, VENDORS
 
 KINDS = (
     ("SERVICES AGREEMENT", ("Provider", "Client")),
