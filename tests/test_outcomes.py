@@ -137,7 +137,7 @@ async def test_a_hostile_notify_does_not_deafen_the_worker(settings: Settings, c
 
     @app.agent("double")
     async def double(task: Task) -> int:
-        return 2 * task.payload["n"]
+        return int(2 * task.payload["n"])
 
     try:
         async with Running(Worker(app, concurrency=2)) as worker:

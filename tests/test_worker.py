@@ -380,16 +380,31 @@ def test_a_shrunk_prefetch_claims_nothing_rather_than_a_negative_count() -> None
     goes below zero. The claim must then be empty: a negative one (the expression was
     `capacity - claiming`, here -3) lowered the count of slots promised to claims in
     flight, and the other lane claimed that many more than there was room for."""
-    sizes = dict(free_slots=0, work_maybe=True, releasing_orphans=False)
-    assert claim_sizes(capacity=-3, claiming=0, **sizes) == (0, 0, 0)
-    assert claim_sizes(capacity=-3, claiming=5, **sizes) == (0, 0, 0)
-    assert claim_sizes(capacity=2, claiming=5, **sizes) == (0, 0, 0)
+
+    def sizes(
+        capacity: int,
+        claiming: int,
+        free_slots: int = 0,
+        *,
+        work: bool = True,
+        orphans: bool = False,
+    ) -> tuple[int, int, int]:
+        return claim_sizes(
+            capacity=capacity,
+            claiming=claiming,
+            free_slots=free_slots,
+            work_maybe=work,
+            releasing_orphans=orphans,
+        )
+
+    assert sizes(-3, 0) == (0, 0, 0)
+    assert sizes(-3, 5) == (0, 0, 0)
+    assert sizes(2, 5) == (0, 0, 0)
     # Room left: claim it, limited agents only for the slots free now.
-    assert claim_sizes(capacity=10, claiming=4, **{**sizes, "free_slots": 2}) == (6, 6, 2)
-    assert claim_sizes(capacity=10, claiming=0, **{**sizes, "work_maybe": False}) == (10, 0, 0)
-    orphans = {**sizes, "releasing_orphans": True}
-    assert claim_sizes(capacity=10, claiming=4, **orphans) == (6, 0, 0)
-    assert claim_sizes(capacity=10, claiming=0, **orphans) == (10, 10, 0)
+    assert sizes(10, 4, 2) == (6, 6, 2)
+    assert sizes(10, 0, work=False) == (10, 0, 0)
+    assert sizes(10, 4, orphans=True) == (6, 0, 0), "orphans released with no claim in flight"
+    assert sizes(10, 0, orphans=True) == (10, 10, 0)
 
 
 async def test_what_a_429_taught_is_kept_when_recording_it_fails(
