@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -185,6 +186,49 @@ async def test_up_runs_the_demo_on_an_embedded_database_and_stops_cleanly() -> N
     assert "worker stopped" in out
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(url, connect_timeout=2)  # the embedded server stopped with it
+
+
+def test_commands_on_the_embedded_server_print_their_output_not_the_servers_life() -> None:
+    """`conveyor tasks` with no CONVEYOR_DATABASE_URL: the table on stdout, and stderr says
+    nothing about the embedded server it adopted or started, left running or stopped."""
+    from conveyor.db.embedded import EmbeddedPostgres
+
+    home = Path(tempfile.mkdtemp(prefix="conveyor-home-"))
+    home.chmod(0o755)  # the embedded server runs as its own user: it must get in
+    env = {"CONVEYOR_HOME": str(home)}
+    routine = re.compile(r"already running|still in use|started on|stopped in")
+    server = EmbeddedPostgres(home / "postgres")
+    try:
+        # No server yet: the command initialises and starts one, and stops it at its end.
+        alone = conveyor("tasks", url=None, env=env, timeout=120)
+        assert alone.returncode == 0, alone.stderr
+        assert alone.stdout.splitlines()[0].split() == [
+            "id",
+            "agent",
+            "status",
+            "priority",
+            "attempts",
+            "created",
+            "took",
+            "error",
+        ]
+        assert not routine.search(alone.stderr), alone.stderr
+        assert not server.is_running()
+
+        # A server that another process uses: the command adopts it and leaves it running.
+        server.start()
+        shared = conveyor("tasks", url=None, env=env)
+        assert shared.returncode == 0, shared.stderr
+        assert shared.stderr == ""
+        assert server.is_running()
+
+        # The lines are there for whoever asks for them.
+        debug = conveyor("--log-level", "DEBUG", "tasks", url=None, env=env)
+        assert "using the server already running" in debug.stderr
+        assert "still in use by another process; leaving it" in debug.stderr
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _free_port() -> int:

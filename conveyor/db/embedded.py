@@ -88,6 +88,11 @@ cold start (initdb + start) ~0.7 s, of which initdb ~0.52 s; warm start of an ex
 cluster ~0.13 s (pg_ctl -w polls every 100 ms); adopting a running server ~0.01 s;
 stop (fast shutdown) ~0.02 s; restart ~0.15 s.
 
+Logging: the routine life of the server (adopted, started, left running, stopped) is
+logged at DEBUG, since every CLI command goes through it and its user wants the command's
+output, not ours; the first initdb (which takes a moment) at INFO; whatever goes wrong
+(a stale server cleaned up, a port moved, a hard shutdown) at WARNING and above.
+
 POSIX only (flock, signals, /proc on Linux for finding stray postmasters).
 """
 
@@ -619,7 +624,7 @@ class EmbeddedPostgres:
             with self._locked():
                 self._detach()
                 if self._others_attached():
-                    logger.info("embedded PostgreSQL: still in use by another process; leaving it")
+                    logger.debug("embedded PostgreSQL: still in use by another process; leaving it")
                 else:
                     self._stop_server()
 
@@ -758,7 +763,7 @@ class EmbeddedPostgres:
         _write_private(self.data_dir / "password", password + "\n")
         init_dir.rename(self.pgdata)
         self._password = password
-        logger.info("embedded PostgreSQL: initdb took %.2fs", time.monotonic() - started)
+        logger.debug("embedded PostgreSQL: initdb took %.2fs", time.monotonic() - started)
 
     def _give_to_server_user(self, *paths: Path) -> None:
         if self._server_user is not None:
@@ -837,7 +842,7 @@ class EmbeddedPostgres:
                 if self._read_port() != pidfile.port:
                     _write_private(self.data_dir / "port", f"{pidfile.port}\n")
                 self._port = pidfile.port
-                logger.info("embedded PostgreSQL: using the server already running (pid %d) "
+                logger.debug("embedded PostgreSQL: using the server already running (pid %d) "
                             "on port %d", pidfile.pid, pidfile.port)  # fmt: skip
                 return
             logger.warning("embedded PostgreSQL: cleaning up a server that is not healthy "
@@ -916,7 +921,7 @@ class EmbeddedPostgres:
                 f"the embedded PostgreSQL started but does not answer on port {port}: "
                 f"{problem}\n{self._log_tail()}"
             )
-        logger.info("embedded PostgreSQL: started on %s in %.2fs",
+        logger.debug("embedded PostgreSQL: started on %s in %.2fs",
                     self._url(port, "****"), time.monotonic() - started)  # fmt: skip
 
     def _stop_server(self) -> None:
@@ -936,7 +941,7 @@ class EmbeddedPostgres:
             logger.warning("embedded PostgreSQL: fast shutdown timed out; shutting down hard")
             _kill_postmaster(pid, 5.0)
         (self.pgdata / "postmaster.pid").unlink(missing_ok=True)  # if it didn't get to it
-        logger.info("embedded PostgreSQL: stopped in %.2fs", time.monotonic() - started)
+        logger.debug("embedded PostgreSQL: stopped in %.2fs", time.monotonic() - started)
 
     # ---- subprocesses, log ----------------------------------------------------------------
 
