@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conveyor import App, Task, TaskStatus
+from conveyor import App, NewTask, Task, TaskStatus
 from conveyor.settings import Settings
 from conveyor.worker import Worker
 from tests.conftest import wait_for
@@ -199,3 +199,44 @@ async def _lease_after(conn: Any, task_id: int, before: Any) -> bool:
         and row["lease_expires_at"] is not None
         and (row["lease_expires_at"] > before)
     )
+
+
+async def test_a_real_worker_process_survives_nul_outcomes_and_exits_cleanly(
+    settings: Settings, database_url: str, tmp_path: Any, conn: Any
+) -> None:
+    """The reported case, end to end: `conveyor worker` gets NUL results and errors among
+    good tasks, in the same batches, keeps claiming, and on SIGTERM exits 0 with every
+    task ended."""
+    from tests.hostile_app import app as hostile
+    from tests.processes import WorkerProcess
+
+    producer = App(settings=settings)
+    for spec in hostile.agents.values():
+        assert spec.fn is not None
+        producer.agent(spec.name, max_attempts=spec.max_attempts)(spec.fn)
+    try:
+        ids = await producer.enqueue_many_async(
+            [NewTask(("nul_result", "nul_error", "fine", "fine")[n % 4], {}) for n in range(40)]
+        )
+        worker = WorkerProcess(
+            database_url, app="tests.hostile_app:app", log_path=tmp_path / "worker.log"
+        )
+        try:
+            await wait_for(lambda: _ended(producer, ids), timeout=30, what="every task ended")
+            more = await producer.enqueue_many_async([NewTask("fine", {}) for _ in range(5)])
+            await wait_for(lambda: _ended(producer, more), timeout=30, what="still claiming")
+            assert worker.terminate(timeout=30) == 0, worker.output()
+        finally:
+            worker.close()
+        cur = await conn.execute("SELECT agent, status, count(*) AS n FROM tasks GROUP BY 1, 2")
+        counts = {(r["agent"], r["status"]): r["n"] for r in await cur.fetchall()}
+        assert counts == {
+            ("nul_result", "failed"): 10,
+            ("nul_error", "failed"): 10,
+            ("fine", "completed"): 25,
+        }
+        error = (await producer.get_task_async(ids[1])).error or ""
+        assert "cannot parse 'x\\x00y'" in error
+        assert "restarting" not in worker.output(), "no loop died on the way"
+    finally:
+        await producer.aclose()
