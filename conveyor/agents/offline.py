@@ -18,12 +18,15 @@ import re
 from pydantic import BaseModel
 
 from conveyor.agents.contract_rules import read_contract
+from conveyor.agents.invoice_reader import read_invoice_layout
 from conveyor.agents.invoice_rules import read_invoice
 from conveyor.documents.text import DocumentText
 from conveyor.documents.types import (
     Extraction,
+    Invoice,
     KeyValue,
     KeyValues,
+    cross_checks,
     make_extraction,
     model_for,
 )
@@ -63,7 +66,7 @@ def extract_offline(text: DocumentText, doc_type: str) -> Extraction:
     notes = list(text.notes)
     data: BaseModel
     if doc_type == "invoice":
-        data, fields = read_invoice(text.text)
+        data, fields = _read_invoice(text)
     elif doc_type == "contract":
         data, fields = read_contract(text.text)
     else:
@@ -74,6 +77,22 @@ def extract_offline(text: DocumentText, doc_type: str) -> Extraction:
     return make_extraction(
         doc_type, data, fields=fields, notes=notes, pages=text.page_count, extractor=EXTRACTOR
     )
+
+
+def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float]]:
+    """The layout reader's invoice, unless the line reader's adds up where it does not.
+
+    The line reader (invoice_rules) reads English invoices laid out one block after the
+    other; the layout reader (invoice_reader) reads any layout in six languages. Each
+    reading is judged by its cross-checks, then by how much it found."""
+    layout, layout_fields = read_invoice_layout(text)
+    lines, line_fields = read_invoice(text.text)
+    if not cross_checks("invoice", lines) and (
+        cross_checks("invoice", layout)
+        or (lines.total == layout.total and lines.number == layout.number)
+    ):
+        return lines, line_fields
+    return layout, layout_fields
 
 
 _KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][\w .#/&()-]{0,40}?)\s*:\s+(?P<value>\S.{0,200})$")

@@ -11,6 +11,7 @@ both readings here, and date_order.py decides between them.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -121,23 +122,38 @@ def currencies_in(text: str) -> Counter[str]:
 
 # --------------------------------------------------------------------------------- dates
 
-MONTHS = {
-    name: i
-    for i, full in enumerate(
-        "january february march april may june july august september october november "
-        "december".split(),
-        1,
-    )
-    for name in (full, full[:3], full[:4])
-}
-_MONTH = r"(?P<mon>[A-Za-z]{3,9})\.?"
+# Month names in the languages invoices come in, read by dateparser (its locale data
+# knows "juillet", "März", "mei", "settembre", "Sept." ...), once per distinct word.
+LANGUAGES = ["en", "de", "fr", "nl", "es", "it"]
+_MONTH = r"(?P<mon>[^\W\d_]{3,12})\.?"
 DATE_PATTERNS = (
     ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")),
     ("dot", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b")),
-    ("mdy", re.compile(rf"\b{_MONTH}\s+(?P<d>\d{{1,2}}),?\s+(?P<y>\d{{4}})\b")),
-    ("dmy", re.compile(rf"\b(?P<d>\d{{1,2}})[\s-]+{_MONTH}[\s-]+(?P<y>\d{{4}})\b")),
+    ("slash", re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b")),
+    ("mdy", re.compile(rf"\b{_MONTH}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s*,?\s+(?P<y>\d{{4}})\b")),
+    (
+        "dmy",
+        re.compile(
+            rf"\b(?P<d>\d{{1,2}})(?:\.|er|st|nd|rd|th)?[\s-]+{_MONTH}[\s-]+(?P<y>\d{{4}})\b"
+        ),
+    ),
 )
+
+
+@functools.lru_cache(maxsize=4096)
+def month_number(word: str) -> int | None:
+    """1-12 for a month's name or abbreviation in one of LANGUAGES, else None."""
+    if len(word) < 3 or not word.isalpha():
+        return None
+    import dateparser  # type: ignore[import-untyped]  # imported on first use: it is slow to load
+
+    parsed = dateparser.parse(
+        f"15 {word} 2001",
+        languages=LANGUAGES,
+        settings={"STRICT_PARSING": True, "REQUIRE_PARTS": ["day", "month", "year"]},
+    )
+    return parsed.month if parsed is not None and parsed.year == 2001 else None
 
 
 @dataclass(frozen=True)
@@ -177,7 +193,7 @@ def dates_in(line: str) -> list[DateToken]:
                 else:
                     token = DateToken(match.group(0), month_first or day_first)
             else:
-                month = MONTHS.get(g["mon"].lower())
+                month = month_number(g["mon"].lower())
                 if month:
                     token = DateToken(match.group(0), _make(int(g["y"]), month, int(g["d"])))
             if token is not None and (token.date or token.both):
@@ -186,14 +202,18 @@ def dates_in(line: str) -> list[DateToken]:
     return [token for _, token in sorted(found, key=lambda pair: pair[0])]
 
 
+_NUMERIC_DATE = re.compile(r"^\d{1,2}[/-]\d{1,2}[/-]\d{4}$")
+
+
 def slash_order(tokens: list[DateToken]) -> str | None:
     """'mdy' or 'dmy' if some slash date of the document can only be read one way."""
     for token in tokens:
-        if token.both is None and "/" in token.text and token.date is not None:
-            first = int(token.text.split("/")[0])
+        if token.both is None and _NUMERIC_DATE.match(token.text) and token.date is not None:
+            parts = re.split(r"[/-]", token.text)
+            first = int(parts[0])
             if first > 12:
                 return "dmy"
-            second = int(token.text.split("/")[1])
+            second = int(parts[1])
             if second > 12:
                 return "mdy"
     return None
@@ -203,3 +223,79 @@ def resolve(token: DateToken, order: str) -> datetime.date | None:
     if token.both is None:
         return token.date
     return token.both[0] if order == "mdy" else token.both[1]
+
+
+# ------------------------------------------------------------------------ amounts in cells
+
+_CELL_NOISE = re.compile(
+    # Codes and signs, and a tax-category letter after the amount ("170,00 B").
+    r"(?:\b(?:[A-Z]{3})\b|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|(?<=\d)\s+[A-Z]$)",
+    re.IGNORECASE,
+)
+_MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # minus sign, en dash
+_CELL_NUMBER = re.compile(r"^-?\s*\d[\d.,' ]*$")
+
+
+def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
+    """The one number a table cell or a value prints ("1.234,56 €", "EUR 31,00", "-0,00",
+    "41,1765 €"), read in the document's style; None when the cell is not just a number
+    (a percentage, a date, words). Unit prices keep their 3-4 decimals."""
+    stripped = _CELL_NOISE.sub(" ", text.translate(_MINUS)).strip()
+    if not stripped or not _CELL_NUMBER.match(stripped) or "%" in text:
+        return None
+    compact = stripped.replace(" ", "")
+    if style.thousands != " " and " " in stripped.strip("-").strip():
+        return None  # two numbers side by side, not one grouped by spaces
+    if dates_in(compact) or re.search(r"\d\.\d{1,2}\.$", compact):
+        return None
+    negative = compact.startswith("-")
+    digits = compact.lstrip("-")
+    if style.thousands and style.thousands != " ":
+        groups = digits.split(style.decimal)[0].split(style.thousands)
+        if len(groups) > 1 and (len(groups[0]) > 3 or any(len(g) != 3 for g in groups[1:])):
+            return None
+        digits = digits.replace(style.thousands, "")
+    if style.decimal == ",":
+        if "." in digits:
+            return None
+        digits = digits.replace(",", ".")
+    elif "," in digits:
+        return None
+    if digits.count(".") > 1 or not digits or digits.endswith("."):
+        return None
+    try:
+        value = Decimal(digits)
+    except InvalidOperation:
+        return None
+    return -value if negative else value
+
+
+# Currency signs that price-parser finds, as ISO 4217 codes.
+_SIGN_CODES = {
+    "€": "EUR",
+    "£": "GBP",
+    "$": "USD",
+    "us$": "USD",
+    "¥": "JPY",
+    "₹": "INR",
+    "rs": "INR",
+    "rs.": "INR",
+    "zł": "PLN",
+    "fr.": "CHF",
+    "kč": "CZK",
+    "ft": "HUF",
+}
+
+
+def currency_of(text: str) -> str | None:
+    """The ISO code of the currency `text` prints next to an amount (price-parser finds
+    the sign or code), or None."""
+    from price_parser import Price
+
+    found = Price.fromstring(text).currency
+    if not found:
+        return None
+    code = found.strip()
+    if re.fullmatch(r"[A-Z]{3}", code):
+        return code
+    return _SIGN_CODES.get(code.lower())

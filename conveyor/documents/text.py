@@ -229,7 +229,8 @@ def _words(textpage: Any, raw: str, chars: int, number: int, height: float) -> t
         # PDFium's text and its character indexes disagree (rare: characters it drops from
         # the text): read the text character by character so that indexes line up.
         get = pdfium_c.FPDFText_GetUnicode
-        raw = "".join(chr(get(textpage.raw, i) or 32) for i in range(chars))
+        # A character outside the BMP is two UTF-16 halves, each an index of its own.
+        raw = "".join(_char(get(textpage.raw, i)) for i in range(chars))
     rect = pdfium_c.FS_RECTF()
     box = pdfium_c.FPDFText_GetLooseCharBox
     handle, pointer = textpage.raw, ctypes.byref(rect)
@@ -244,6 +245,10 @@ def _words(textpage: Any, raw: str, chars: int, number: int, height: float) -> t
         if text:
             words.append(Word(text, left, height - top, right, height - bottom, number))
     return tuple(words)
+
+
+def _char(code: int) -> str:
+    return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code or 32)
 
 
 def _reason(exc: Exception) -> str:

@@ -1,0 +1,215 @@
+"""The invoice number, its dates and its currency, found behind their labels on the page.
+
+Each is a list of candidates with what speaks for them (the kind of label, where the
+value stood), best first; a field's confidence is its best candidate's, lowered when
+another candidate of the same strength disagrees.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from conveyor.agents.date_order import slash_date_order
+from conveyor.agents.invoice_labels import TITLE, field_label, fold
+from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.values import DateToken, currencies_in, currency_of, dates_in, resolve
+
+SURE = 0.97
+LIKELY = 0.93
+FAIR = 0.85
+WEAK = 0.75
+GUESS = 0.6
+
+_NUMBER = re.compile(r"^#?\s*(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d)$", re.IGNORECASE)
+_DATE_WORD = re.compile(r"^(?:vom|du|of|dated|del|van|from|le|dd\.?|den|am)$", re.IGNORECASE)
+_CODE = re.compile(r"^\(\d{2,3}\)$")
+_CURRENCY_LABEL = re.compile(r"^(?:rechnungs)?wahrung|^currency|^devise|^valuta|^moneda")
+_RECEIPT = re.compile(
+    r"\b(?:upon|on)\s+receipt\b|\bdue\s+immediately\b|\bsofort\s+(?:fallig|ohne|zahlbar)|"
+    r"\bzahlbar\s+sofort\b|\bdes\s+reception\b|\ba\s+reception\b|\bonmiddellijk\b",
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    value: object
+    confidence: float
+    line: int
+
+
+def _token(text: str) -> str | None:
+    """The invoice number at the start of a value: one token with a digit, not a date."""
+    words = text.replace("#", " ").split()
+    if not words:
+        return None
+    word = words[0].strip(",;:")
+    match = _NUMBER.match(word)
+    if not match or dates_in(word) or len(word) > 40:
+        return None
+    return match.group("n")
+
+
+def title_number(text: str) -> tuple[str | None, str]:
+    """("R-17", rest) from an invoice title "Handelsrechnung (380) Nr. R-17 vom 1.2.2026"."""
+    words = text.split()
+    for i, word in enumerate(words[:6]):
+        lowered = fold(word).strip(".:")
+        if _CODE.match(word) or lowered in ("nr", "no", "n°", "nº", "#", "number", "nummer"):
+            continue
+        if i and not any(c.isdigit() for c in word) and i < 4:
+            continue  # "Rechnung des Versicherers": words between the title and its number
+        number = _token(word) if i else None
+        if number:
+            return number, " ".join(words[i + 1 :])
+        if i:
+            break
+    return None, ""
+
+
+def numbers(sheet: Sheet) -> list[Candidate]:
+    found: list[Candidate] = []
+    for i, line in enumerate(sheet.lines):
+        for c, cell in enumerate(line.cells):
+            label = field_label(cell.text)
+            if label and label[0] in ("number", "weak_number"):
+                for spot in sheet.values_of(i, c, label[1], below=1):
+                    number = _token(spot.text)
+                    if number:
+                        sure = SURE if label[0] == "number" else WEAK
+                        if label[0] == "weak_number" and _near_title(sheet, i):
+                            sure = FAIR
+                        found.append(Candidate(number, sure if spot.how != "below" else FAIR, i))
+                        break
+            elif c == 0 and TITLE.match(fold(cell.text)):
+                number, _ = title_number(line.text)
+                if number:
+                    found.append(Candidate(number, LIKELY, i))
+    return sorted(found, key=lambda cand: (-cand.confidence, cand.line))
+
+
+def _near_title(sheet: Sheet, index: int) -> bool:
+    for j in range(max(0, index - 2), index):
+        if sheet.lines[j].page == sheet.lines[index].page and TITLE.match(
+            fold(sheet.lines[j].text)
+        ):
+            return True
+    return False
+
+
+_VALUE_WORDS = 4  # a value is a few words; a sentence that holds a date is not one
+
+
+def _short(text: str) -> bool:
+    return len(text.split()) <= _VALUE_WORDS + 2
+
+
+def _date_from(sheet: Sheet, spots_text: list[str]) -> DateToken | None:
+    for text in spots_text:
+        tokens = dates_in(text)
+        if tokens and _short(text):
+            return tokens[0]
+    return None
+
+
+def dates(
+    sheet: Sheet,
+) -> tuple[list[tuple[DateToken, float, int]], list[tuple[DateToken, float, int]]]:
+    """Issue-date and due-date candidates: (date, confidence, line)."""
+    issue: list[tuple[DateToken, float, int]] = []
+    due: list[tuple[DateToken, float, int]] = []
+    for i, line in enumerate(sheet.lines):
+        for c, cell in enumerate(line.cells):
+            label = field_label(cell.text)
+            if label and label[0] in ("issue", "date"):
+                spots = sheet.values_of(i, c, label[1], below=1)
+                token = _date_from(sheet, [s.text for s in spots[:3]])
+                if token:
+                    issue.append((token, SURE if label[0] == "issue" else FAIR, i))
+            elif label and label[0] == "due":
+                spots = sheet.values_of(i, c, label[1], below=4)
+                if len(cell.text.split()) > _VALUE_WORDS + 3:
+                    continue  # a sentence that begins with the word, not a label
+                for spot in spots:
+                    if not _short(spot.text):
+                        continue
+                    for token in dates_in(spot.text):
+                        due.append((token, SURE if spot.how != "below" else LIKELY, i))
+                        break
+            elif c == 0 and TITLE.match(fold(cell.text)):
+                number, rest = title_number(line.text)
+                words = rest.split()
+                if number and words and _DATE_WORD.match(words[0]):
+                    after = " ".join(words[1:])
+                    if not after.strip() and i + 1 < len(sheet.lines):
+                        after = sheet.lines[i + 1].text  # the date wrapped to the next line
+                    tokens = dates_in(after)
+                    if tokens:
+                        issue.append((tokens[0], LIKELY, i))
+    issue.sort(key=lambda t: (-t[1], t[2]))
+    return issue, due
+
+
+def choose_dates(
+    sheet: Sheet, currency: str | None
+) -> tuple[datetime.date | None, float, datetime.date | None, float]:
+    issue_c, due_c = dates(sheet)
+    issue = issue_c[0] if issue_c else None
+    # With several terms the latest date is the due date (EN 16931's BT-9 for instalments).
+    due = None
+    if due_c:
+        best = max(conf for _, conf, _ in due_c)
+        strongest = [d for d in due_c if d[1] == best]
+        due = max(strongest, key=lambda d: resolve(d[0], "dmy") or datetime.date.min)
+    texts = [line.text for line in sheet.lines]
+    order, basis = slash_date_order(
+        issue[0] if issue else None, due[0] if due else None, texts, currency
+    )
+    from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
+
+    order_conf = ORDER_CONFIDENCE[basis]
+    issue_date = resolve(issue[0], order) if issue else None
+    issue_conf = 0.0
+    if issue is not None:
+        issue_conf = min(issue[1], order_conf if issue[0].both else SURE)
+        others = {resolve(t, order) for t, conf, _ in issue_c if conf >= issue[1]}
+        if len(others) > 1:
+            issue_conf = min(issue_conf, WEAK)
+    due_date = resolve(due[0], order) if due else None
+    due_conf = 0.0
+    if due is not None:
+        due_conf = min(due[1], order_conf if due[0].both else SURE)
+        if issue_date and due_date and due_date < issue_date:
+            due_conf = min(due_conf, GUESS)
+    else:
+        receipt = any(_RECEIPT.search(fold(line.text)) for line in sheet.lines)
+        due_conf = LIKELY if receipt else FAIR
+    return issue_date, issue_conf, due_date, due_conf
+
+
+def currency(sheet: Sheet) -> tuple[str | None, float]:
+    for i, line in enumerate(sheet.lines):
+        for c, cell in enumerate(line.cells):
+            if _CURRENCY_LABEL.match(fold(cell.text)):
+                for spot in sheet.values_of(i, c, len(cell.text.split(":")[0]), below=1):
+                    match = re.search(r"\b[A-Z]{3}\b", spot.text)
+                    if match:
+                        return match.group(0), SURE
+    counts: Counter[str] = Counter()
+    for line in sheet.lines:
+        for cell in line.cells:
+            if sheet.amount(cell.text) is not None or re.search(r"\d", cell.text):
+                code = currency_of(cell.text)
+                if code:
+                    counts[code] += 1
+    if not counts:
+        counts = currencies_in("\n".join(line.text for line in sheet.lines))
+        if not counts:
+            return None, 0.0
+    code, n = counts.most_common(1)[0]
+    confidence = SURE if len(counts) == 1 and n >= 2 else LIKELY if len(counts) == 1 else WEAK
+    if code == "USD":
+        confidence = min(confidence, FAIR)  # a bare "$" is several countries' dollar
+    return code, confidence

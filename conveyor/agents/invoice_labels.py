@@ -1,0 +1,458 @@
+"""The words invoices label their fields with, in English, German, French, Dutch, Spanish
+and Italian: the one place the invoice rules keep vocabulary.
+
+Labels are matched on folded text (`fold`: lower case, accents dropped, one character
+for one, so that a match's end is an index into the original) at the start of a cell,
+and the longest label of any kind wins: "Totaal bedrag excl. BTW" is the net, not the
+"Totaal" it begins with; "Gesamtbetrag der Zuschläge" is a charge, not "Gesamtbetrag".
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+
+def _fold_char(char: str) -> str:
+    base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+    return (base[:1] or char).lower()[:1] or char
+
+
+@lru_cache(maxsize=65536)
+def fold(text: str) -> str:
+    """Lower case without accents, character for character (same length as `text`)."""
+    return "".join(_fold_char(c) for c in text)
+
+
+_END = r"(?![a-z])"  # a label ends where its word does: "ust" is not "ustensile"
+
+# What a value behind each label is. Kinds starting with "-" are labels that must not be
+# read as their neighbours' (an order date is not the invoice date).
+FIELD_LABELS: dict[str, list[str]] = {
+    "number": [
+        r"invoice\s*(?:no|nr|number|num|#|n°|no\.|id)\.?",
+        r"inv\.?\s*(?:no|#|number)\.?",
+        r"bill\s*(?:no|number|#)\.?",
+        r"rechnungs?\s*-?\s*(?:nummer|nr|no)\.?",
+        r"rechnung\s+(?:nr|no|nummer)\.?",
+        r"beleg\s*-?\s*(?:nummer|nr)\.?",
+        r"(?:n°|no|nº|numero|num)\.?\s*(?:de\s+)?(?:la\s+)?facture",
+        r"facture\s*(?:n°|nº|no|numero|num)\.?",
+        r"factuur\s*-?\s*(?:nummer|nr|no)\.?",
+        r"factuurnr\.?",
+        r"(?:n°|nº|no|numero|num)\.?\s*(?:de\s+)?factura",
+        r"factura\s*(?:n°|nº|no|numero|num)\.?",
+        r"(?:numero|n\.)\s*(?:della\s+)?fattura",
+        r"fattura\s*(?:n°|nº|n\.|no|numero|num)\.?",
+    ],
+    "weak_number": [r"(?:nr|no|nummer|number|numero|n°|nº|#)\.?"],
+    "issue": [
+        r"invoice\s*date",
+        r"date\s*of\s*(?:issue|invoice)",
+        r"issue\s*date",
+        r"date\s*issued",
+        r"issued(?:\s*on)?",
+        r"billing\s*date",
+        r"rechnungs\s*-?\s*datum",
+        r"beleg\s*-?\s*datum",
+        r"ausstellungs\s*-?\s*datum",
+        r"date\s*(?:de\s*)?(?:la\s*)?facture",
+        r"date\s*d'?\s*emission",
+        r"factuur\s*-?\s*datum",
+        r"fecha\s*(?:de\s*)?(?:la\s*)?(?:factura|emision|expedicion)",
+        r"data\s*(?:della\s*)?fattura",
+        r"data\s*(?:di\s*)?emissione",
+    ],
+    "date": [r"date", r"datum", r"fecha", r"data", r"dated"],
+    "due": [
+        r"due\s*date",
+        r"date\s*due",
+        r"payment\s*due(?:\s*date)?",
+        r"pay(?:able)?\s*by",
+        r"due\s*(?:by|on)?",
+        r"f[a]llig\w*(?:\s*(?:am|bis))?",
+        r"zahlbar\s*bis",
+        r"zahlungsziel",
+        r"date\s*d'?\s*echeance",
+        r"echeance",
+        r"verval\s*-?\s*(?:datum|dag)",
+        r"te\s*betalen\s*voor",
+        r"fecha\s*de\s*vencimiento",
+        r"vencimiento",
+        r"data\s*(?:di\s*)?scadenza",
+        r"scadenza",
+    ],
+    "-date": [
+        r"(?:order|delivery|ship\w*|service|po|purchase\s*order|performance)\s*date",
+        r"(?:liefer|leistungs|bestell|auftrags|versand)\w*(?:\s*(?:-|und|bzw\.?)\s*\w*)*\s*datum",
+        r"(?:liefer|leistungs)\w*(?:\s*(?:-|und|bzw\.?)\s*\w*)*\s*zeitraum",
+        r"date\s*de\s*(?:livraison|commande)",
+        r"(?:lever|order|bestel)\w*\s*datum",
+        r"fecha\s*de\s*(?:entrega|pedido)",
+        r"data\s*(?:di\s*)?(?:consegna|ordine)",
+        r"period\w*",
+        r"abrechnungszeitraum",
+    ],
+    "-number": [
+        r"(?:customer|client|account|order|po|purchase\s*order|delivery|tax|vat|contract)"
+        r"\s*(?:no|nr|number|#|id)\.?",
+        r"(?:kunden|bestell|auftrags|steuer|liefer|lieferschein|vertrags|mandats|konto)"
+        r"\s*-?\s*(?:nummer|nr|no)\.?",
+        r"ust\.?\s*-?\s*id\.?\s*-?\s*nr\.?",
+        r"klant\s*-?\s*(?:nummer|nr)\.?",
+        r"n°\s*(?:de\s*)?(?:client|commande|tva)",
+        r"(?:your|our|votre|notre|ihre|unsere|uw|onze)\s*(?:ref\w*|reference)",
+    ],
+}
+
+SUM_LABELS: dict[str, list[str]] = {
+    "net": [
+        r"sub\s*-?\s*total",
+        r"subtotaal",
+        r"net\s*(?:amount|total|value|sum)",
+        r"total\s*net",
+        r"netto\s*-?\s*(?:betrag|summe|gesamt|rechnungsbetrag)?",
+        r"nettobetrag",
+        r"summe\s*netto",
+        r"gesamt\s*-?\s*(?:betrag\s*)?netto",
+        r"rechnungssumme\s*ohne\s*(?:ust|mwst|umsatzsteuer)\.?",
+        r"(?:gesamt)?summe\s*(?:ohne|exkl\.?|excl\.?)\s*(?:ust|mwst)\.?",
+        r"zwischensumme(?:\s*\(?netto\)?)?",
+        r"total\s*(?:excl\.?|excluding|before|w/o|without|ex\.?)\s*(?:vat|tax|taxes|btw|tva|mwst|gst)?",
+        r"total\s*h\.?t\.?",
+        r"montant\s*h\.?t\.?",
+        r"sous\s*-?\s*total",
+        r"totaal\s*(?:bedrag\s*)?excl\.?\s*(?:btw)?",
+        r"base\s*imponible",
+        r"(?:totale\s*)?imponibile",
+    ],
+    "lines": [
+        r"positionssumme",
+        r"summe\s*(?:der\s*)?positionen",
+        r"line\s*total",
+        r"total\s*(?:of\s*)?(?:items|lines)",
+    ],
+    "tax": [
+        r"(?:total\s*)?(?:sales\s*)?tax(?:es)?(?:\s*(?:total|amount))?",
+        r"vat(?:\s*(?:total|amount))?",
+        r"total\s*(?:vat|tax|taxes|tva|iva|gst)",
+        r"gst|hst|pst",
+        r"mwst\.?",
+        r"ust\.?",
+        r"umsatzsteuer(?:betrag)?",
+        r"mehrwertsteuer",
+        r"steuerbetrag(?:\s*in)?",
+        r"steuer",
+        r"tva",
+        r"montant\s*(?:de\s*)?(?:la\s*)?tva",
+        r"total\s*taxes",
+        r"btw(?:\s*-?\s*bedrag)?",
+        r"totaal\s*(?:bedrag\s*)?btw",
+        r"iva",
+        r"importe\s*(?:del\s*)?iva",
+        r"imposta",
+    ],
+    "gross": [
+        r"grand\s*total",
+        r"invoice\s*total",
+        r"total\s*amount",
+        r"total\s*(?:incl\.?|including|inc\.?|with)\s*(?:vat|tax|taxes|btw|tva|mwst|gst)?",
+        r"total\s*t\.?t\.?c\.?",
+        r"montant\s*t\.?t\.?c\.?",
+        r"total(?:\s*\([a-z]{3}\)|\s*[a-z]{3})?",
+        r"gesamt\s*-?\s*(?:betrag|summe)(?:\s*brutto)?",
+        r"bruttosumme",
+        r"brutto\s*-?\s*(?:betrag|summe)?",
+        r"rechnungs\s*-?\s*(?:betrag|summe|total)",
+        r"endbetrag",
+        r"endsumme",
+        r"summe",
+        r"totaal(?:\s*bedrag)?(?:\s*incl\.?\s*(?:btw)?)?",
+        r"importe\s*total",
+        r"total\s*(?:de\s*(?:la\s*)?)?factura",
+        r"totale(?:\s*(?:fattura|documento|complessivo))?",
+    ],
+    "due": [
+        r"amount\s*due",
+        r"balance\s*due",
+        r"total\s*due",
+        r"amount\s*payable",
+        r"zahlbetrag",
+        r"zu\s*zahlen(?:der\s*betrag)?",
+        r"(?:offener|noch\s*offener)\s*betrag",
+        r"restbetrag",
+        r"solde\s*(?:a\s*payer|du)",
+        r"net\s*a\s*payer",
+        r"reste\s*a\s*payer",
+        r"te\s*betalen(?:\s*bedrag)?",
+        r"importe\s*a\s*pagar",
+        r"(?:totale\s*)?da\s*pagare",
+    ],
+    "-sum": [
+        r"balance",
+        r"residual",
+        r"(?:amount\s*)?paid",
+        r"payments?(?:\s*received)?",
+        r"deposit",
+        r"prepaid|prepayment",
+        r"already\s*paid",
+        r"(?:erhaltene\s*)?anzahlung\w*",
+        r"offene\s*zahlungen",
+        r"acompte",
+        r"deja\s*paye",
+        r"betaald",
+        r"gesamtbetrag\s*der\s*(?:zu|ab)schlage",
+        r"summe\s*(?:der\s*)?(?:zu|ab)schlage",
+        r"total\s*(?:allowances|charges|discounts?)",
+        r"(?:previous|prior)\s*balance",
+        r"skonto",
+        r"total\s*hours",
+    ],
+}
+
+# The seller's and the buyer's blocks, by their headings.
+PARTY_HEADINGS: dict[str, list[str]] = {
+    "seller": [
+        r"verkaufer",
+        r"lieferant",
+        r"rechnungssteller",
+        r"leistungserbringer",
+        r"seller",
+        r"supplier",
+        r"vendor",
+        r"from",
+        r"issued\s*by",
+        r"fournisseur",
+        r"vendeur",
+        r"emetteur",
+        r"leverancier",
+        r"verkoper",
+        r"proveedor",
+        r"vendedor",
+        r"emisor",
+        r"fornitore",
+        r"venditore",
+        r"cedente",
+    ],
+    "buyer": [
+        r"bill(?:ed)?\s*to",
+        r"invoice(?:d)?\s*to",
+        r"sold\s*to",
+        r"customer",
+        r"client",
+        r"buyer",
+        r"purchaser",
+        r"kaufer(?:\s*/\s*leistungsempfanger)?",
+        r"rechnungsempfanger",
+        r"leistungsempfanger",
+        r"rechnungsadresse",
+        r"kunde",
+        r"facture\s*a",
+        r"factur[ee]\s*a",
+        r"adresse\s*de\s*facturation",
+        r"acheteur",
+        r"klant",
+        r"factuuradres",
+        r"koper",
+        r"cliente",
+        r"facturar\s*a",
+        r"comprador",
+        r"destinatario",
+        r"cessionario",
+        r"intestatario",
+    ],
+    "other": [
+        r"ship\s*to",
+        r"deliver(?:y|ed)?\s*(?:to|address)",
+        r"shipping\s*address",
+        r"(?:abweichender\s*)?warenempfanger",
+        r"abweichender\s*(?:zahlungs|rechnungs)empfanger",
+        r"liefer\s*-?\s*(?:adresse|anschrift)",
+        r"adresse\s*de\s*livraison",
+        r"livre\s*a",
+        r"afleveradres",
+        r"leveringsadres",
+        r"direccion\s*de\s*(?:envio|entrega)",
+        r"indirizzo\s*di\s*(?:consegna|spedizione)",
+        r"bemerkung\w*",
+        r"remit\s*to",
+        r"payee",
+    ],
+}
+
+NAME_LABELS = [r"name", r"firma", r"company", r"nom", r"raison\s*sociale", r"naam", r"nombre"]
+
+# Columns of an item table, by their headers.
+COLUMN_LABELS: dict[str, list[str]] = {
+    "pos": [r"pos(?:ition)?\.?", r"nr\.?", r"no\.?", r"#", r"lfd\.?", r"line"],
+    "description": [
+        r"description",
+        r"beschreibung",
+        r"bezeichnung",
+        r"artikel\w*",
+        r"produkt\w*",
+        r"leistung\w*",
+        r"omschrijving",
+        r"designation",
+        r"libelle",
+        r"article",
+        r"items?",
+        r"products?",
+        r"services?",
+        r"details?",
+        r"descripcion",
+        r"concepto",
+        r"descrizione",
+        r"prodotto",
+        r"activity",
+        r"text",
+    ],
+    "quantity": [
+        r"qty\.?",
+        r"quantity",
+        r"quantite",
+        r"qte\.?",
+        r"menge",
+        r"anzahl",
+        r"aantal",
+        r"cantidad",
+        r"cant\.?",
+        r"quantita",
+        r"qta\.?",
+        r"units?",
+        r"hours",
+        r"hrs\.?",
+    ],
+    "price": [
+        r"unit\s*price",
+        r"price",
+        r"rate",
+        r"einzelpreis\w*",
+        r"einzel\w*",
+        r"e-?\s*preis",
+        r"preis",
+        r"nettopreis",
+        r"prix(?:\s*unitaire)?",
+        r"p\.?\s*u\.?",
+        r"prijs",
+        r"stukprijs",
+        r"precio(?:\s*unitario)?",
+        r"prezzo(?:\s*unitario)?",
+        r"unit\s*cost",
+        r"unitaire",
+    ],
+    "amount": [
+        r"amount",
+        r"line\s*total",
+        r"total",
+        r"betrag",
+        r"gesamt\w*",
+        r"nettobetrag",
+        r"positions\w*",
+        r"montant(?:\s*ht)?",
+        r"prix\s*ht",
+        r"total\s*ht",
+        r"totaalbedrag",
+        r"bedrag",
+        r"totaal",
+        r"importe",
+        r"importo",
+        r"net\s*amount",
+        r"ext\.?\s*price",
+    ],
+    "rate": [
+        r"ust\.?",
+        r"mwst\.?",
+        r"steuersatz",
+        r"vat\s*%?",
+        r"tax\s*%?",
+        r"tva",
+        r"btw",
+        r"iva",
+    ],
+    "discount": [r"rem\.?", r"remise", r"disc\.?", r"discount", r"rabatt", r"korting", r"sconto"],
+}
+
+# Lines that end an item table: sums, tax summaries, payment terms.
+TABLE_END = re.compile(
+    r"^(?:umsatzsteuer\w*|steuer(?:betrag|aufschl\w*)?|belegsumme\w*|zahlungsbedingung\w*|"
+    r"zahlungsart|summe|gesamt\w*|subtotal|sub-total|sub total|total|tax|vat|payment|"
+    r"bemerkung\w*|notes|taxe|tva|btw|iva|netto|brutto|positionssumme|zwischensumme|"
+    r"rechnungsbetrag|endbetrag|conditions|betalingsinformatie|totaal|base imponible|"
+    r"imponibile|amount due|balance)(?![a-z])"
+)
+
+# Invoice titles: the word, alone or ending a compound ("Handelsrechnung").
+TITLE = re.compile(
+    r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|"
+    r"credit\s*note|gutschrift|avoir|creditnota|nota\s*de\s*credito)" + _END
+)
+
+# Legal forms of companies: evidence that a line names a business.
+LEGAL_FORM = re.compile(
+    r"(?<![\w.])(?:gmbh(?:\s*&\s*co\.?(?:\s*kg)?)?|mbh|ag|kg|ohg|e\.\s?k\.|e\.v\.|ug|"
+    r"a\.g\.|se|ltd\.?|limited|llc|llp|inc\.?|corp\.?|corporation|plc|co\.|company|"
+    r"sarl|s\.a\.r\.l\.|sas|s\.a\.s\.|sa|s\.a\.|eurl|sasu|sci|"
+    r"b\.?v\.?|bvba|n\.?v\.?|v\.o\.f\.|cv|"
+    r"s\.?l\.?|s\.?l\.?u\.?|s\.?p\.?a\.?|s\.?r\.?l\.?|s\.?n\.?c\.?|"
+    r"oy|ab|as|a/s|aps|kft|sp\.\s*z\s*o\.\s*o\.|pty)(?![\w])",
+    re.IGNORECASE,
+)
+TAX_ID = re.compile(
+    r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|tin|ein|abn)\b|"
+    r"steuer-?nr|steuernummer|ust-?id|handelsregister|hrb|iban|bic\b|"
+    r"geschaftsfuhr|registergericht|amtsgericht|kvk|rpr|rcs|p\.iva|partita)",
+)
+SALUTATION = re.compile(
+    r"^(?:herrn?|frau|mr\.?|mrs\.?|ms\.?|mme\.?|m\.|mevr\.?|dhr\.?|sr\.?|sra\.?)$"
+)
+
+
+def _compile(table: dict[str, list[str]]) -> list[tuple[str, re.Pattern[str]]]:
+    return [(kind, re.compile(r"(?:" + "|".join(p) + r")" + _END)) for kind, p in table.items()]
+
+
+_FIELDS = _compile(FIELD_LABELS)
+_SUMS = _compile(SUM_LABELS)
+_PARTIES = _compile(PARTY_HEADINGS)
+_COLUMNS = _compile(COLUMN_LABELS)
+_NAME = re.compile(r"(?:" + "|".join(NAME_LABELS) + r")" + _END)
+
+
+def _longest(
+    patterns: list[tuple[str, re.Pattern[str]]], text: str, start: int = 0
+) -> tuple[str, int] | None:
+    folded = fold(text)
+    best: tuple[str, int] | None = None
+    for kind, pattern in patterns:
+        match = pattern.match(folded, start)
+        if match and (best is None or match.end() > best[1]):
+            best = (kind, match.end())
+    return best
+
+
+def field_label(text: str) -> tuple[str, int] | None:
+    """(kind, end) when `text` starts with a field label: number, issue, due, date..."""
+    return _longest(_FIELDS, text)
+
+
+def sum_label(text: str) -> tuple[str, int] | None:
+    """(kind, end) when `text` starts with a label of a sum: net, tax, gross, due..."""
+    return _longest(_SUMS, text)
+
+
+def party_heading(text: str) -> tuple[str, int] | None:
+    """(seller | buyer | other, end) when `text` starts with a party block's heading."""
+    return _longest(_PARTIES, text)
+
+
+def name_label(text: str) -> int | None:
+    match = _NAME.match(fold(text))
+    return match.end() if match else None
+
+
+def column_kind(text: str) -> str | None:
+    """The item-table column a header word or cell names, or None."""
+    found = _longest(_COLUMNS, text)
+    return found[0] if found else None

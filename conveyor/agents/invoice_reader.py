@@ -1,0 +1,86 @@
+"""Invoices read from the layout of their pages: labels in six languages, values beside
+or below them, the parties by evidence, the items by column, the sums by arithmetic.
+
+    read_invoice_layout(text) -> (Invoice, per-field confidences)
+
+The pieces: invoice_sheet (lines and cells), invoice_labels (the vocabulary),
+invoice_fields (number, dates, currency), invoice_parties, invoice_table, invoice_sums.
+The number style is tried in each candidate (values.number_styles) and the reading whose
+cross-checks fail least wins.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from conveyor.agents import invoice_fields, invoice_parties, invoice_sums, invoice_table
+from conveyor.agents.invoice_sheet import Sheet
+from conveyor.documents.text import DocumentText
+from conveyor.documents.types import Customer, Invoice, Vendor, cross_checks
+
+CENT = Decimal("0.01")
+
+
+def read_invoice_layout(text: DocumentText) -> tuple[Invoice, dict[str, float]]:
+    sheet = Sheet.of(text)
+    best: tuple[int, Invoice, dict[str, float]] | None = None
+    for style in sheet.styles:
+        sheet.style = style
+        invoice, fields = _read(sheet)
+        failed = len(cross_checks("invoice", invoice))
+        if best is None or failed < best[0]:
+            best = (failed, invoice, fields)
+        if failed == 0:
+            break
+    assert best is not None
+    return best[1], best[2]
+
+
+def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
+    fields: dict[str, float] = {}
+    numbers = invoice_fields.numbers(sheet)
+    number = numbers[0] if numbers else None
+    fields["number"] = number.confidence if number else 0.0
+    if number and any(
+        n.value != number.value and n.confidence >= number.confidence for n in numbers
+    ):
+        fields["number"] = min(fields["number"], invoice_fields.WEAK)
+    currency, fields["currency"] = invoice_fields.currency(sheet)
+    issue, fields["issue_date"], due, fields["due_date"] = invoice_fields.choose_dates(
+        sheet, currency
+    )
+    vendor, customer = invoice_parties.parties(sheet)
+    fields["vendor.name"] = vendor.name_conf if vendor.name else 0.0
+    fields["vendor.address"] = invoice_fields.WEAK if vendor.address else 0.0
+    fields["vendor.tax_id"] = invoice_fields.LIKELY if vendor.tax_id else invoice_fields.WEAK
+    fields["customer.name"] = customer.name_conf if customer.name else 0.0
+    fields["customer.address"] = invoice_fields.WEAK if customer.address else 0.0
+    items, fields["line_items"], _ = invoice_table.read_items(sheet)
+    amounts = [item.amount for item in items]
+    lines_total = (
+        sum((a for a in amounts if a is not None), Decimal(0))
+        if items and None not in amounts
+        else None
+    )
+    sums = invoice_sums.choose(sheet, lines_total)
+    fields.update(sums.conf)
+    if (
+        items
+        and sums.net is not None
+        and lines_total is not None
+        and abs(lines_total - sums.net) > CENT
+    ):
+        fields["line_items"] = min(fields["line_items"], invoice_fields.WEAK)
+    invoice = Invoice(
+        number=str(number.value) if number else None,
+        issue_date=issue,
+        due_date=due,
+        vendor=Vendor(name=vendor.name, address=vendor.address, tax_id=vendor.tax_id),
+        customer=Customer(name=customer.name, address=customer.address),
+        currency=currency,
+        line_items=items,
+        subtotal=sums.net,
+        tax=sums.tax,
+        total=sums.gross,
+    )
+    return invoice, fields

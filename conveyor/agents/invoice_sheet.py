@@ -1,0 +1,90 @@
+"""An invoice's pages as lines of cells, and where the value of a label may be.
+
+A label's value is printed in one of three places: in the same cell after it ("Rechnung
+Nr. 42", "Invoice #: A-17"), in the next cell of the same line ("Datum | 11.10.2025"),
+or below it, in the same column ("Fälligkeit" over "21.11.2018", a header row over its
+values). `values_of` lists them in that order; the rules decide which one fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conveyor.agents.values import NumberStyle, cell_amount, number_styles
+from conveyor.documents.layout import Cell, Line, PageLayout, lines_of
+from conveyor.documents.text import DocumentText
+
+# How far below a label its value may be, in line heights, and how far to the side.
+BELOW_LINES = 2.6
+SIDE_SLACK = 24.0
+
+
+@dataclass(frozen=True)
+class Spot:
+    """A place a value may be: its text, how it relates to the label, and where."""
+
+    text: str
+    how: str  # "same", "right" or "below"
+    line: int  # index into Sheet.lines
+    cell: Cell | None = None
+
+
+@dataclass
+class Sheet:
+    lines: list[Line]
+    pages: list[PageLayout]
+    style: NumberStyle
+    styles: list[NumberStyle]
+
+    @classmethod
+    def of(cls, text: DocumentText) -> Sheet:
+        pages = text.layouts()
+        lines = [line for page in pages for line in lines_of(page)]
+        styles = number_styles(text.text)
+        return cls(lines, pages, styles[0], styles)
+
+    def page_height(self, number: int) -> float:
+        for page in self.pages:
+            if page.number == number:
+                return page.height or 842.0
+        return 842.0
+
+    def amount(self, text: str) -> object:
+        return cell_amount(text, self.style)
+
+    def values_of(self, index: int, cell_index: int, end: int, below: int = 2) -> list[Spot]:
+        """Where the value of the label that ends at `end` in cell `cell_index` of line
+        `index` may be: the rest of its cell, the next cells, the cells below it."""
+        line = self.lines[index]
+        cell = line.cells[cell_index]
+        spots = []
+        rest = cell.text[end:].strip(" :#\t").lstrip(".").strip()
+        if rest:
+            spots.append(Spot(rest, "same", index, cell))
+        for right in line.cells[cell_index + 1 : cell_index + 3]:
+            spots.append(Spot(right.text.strip(" :"), "right", index, right))
+        spots += self.below(index, cell, below)
+        return spots
+
+    def below(self, index: int, cell: Cell, count: int = 2) -> list[Spot]:
+        """Cells under `cell` (overlapping its columns), in the next lines of its page."""
+        line = self.lines[index]
+        spots = []
+        bottom = line.y1
+        for j in range(index + 1, min(len(self.lines), index + 8)):
+            other = self.lines[j]
+            if other.page != line.page or other.y0 - bottom > BELOW_LINES * line.height:
+                break
+            near = [
+                c
+                for c in other.cells
+                if c.x1 >= cell.x0 - SIDE_SLACK and c.x0 <= cell.x1 + SIDE_SLACK
+            ]
+            if near:
+                # The cell most in line with the label: left edges, then middles.
+                best = min(near, key=lambda c: min(abs(c.x0 - cell.x0), abs(c.x1 - cell.x1)))
+                spots.append(Spot(best.text, "below", j, best))
+                bottom = other.y1
+            if len(spots) >= count:
+                break
+        return spots

@@ -1,0 +1,161 @@
+"""The net, tax and gross totals: every labelled amount is a candidate, and the
+combination that adds up wins.
+
+Candidates come from sum labels (invoice_labels.SUM_LABELS) with the amounts to their
+right (the first and the last before the next label: "Umsatzsteuer (S) | 16,90 | 7 |
+1,18" offers the base and the tax) or below them. A combination net + tax = gross, and
+the line items summing to the net, are evidence worth more than any one label; an
+amount to pay ("Zahlbetrag", "Amount due") stands in for the gross only when nothing
+else does, since prepayments and earlier balances make it differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from itertools import product
+
+from conveyor.agents.invoice_labels import sum_label
+from conveyor.agents.invoice_sheet import Sheet
+
+CENT = Decimal("0.01")
+SURE = 0.97
+LIKELY = 0.93
+FAIR = 0.85
+WEAK = 0.75
+GUESS = 0.6
+
+# How much each kind of label says for the field it names, by where the value stood.
+PRIOR = {"net": 1.0, "lines": 0.6, "tax": 1.0, "gross": 1.0, "due": 0.5}
+
+
+@dataclass(frozen=True)
+class Amount:
+    kind: str
+    value: Decimal
+    weight: float
+    line: int
+
+
+def candidates(sheet: Sheet) -> list[Amount]:
+    found: list[Amount] = []
+    for i, line in enumerate(sheet.lines):
+        cells = line.cells
+        for c, cell in enumerate(cells):
+            label = sum_label(cell.text)
+            if not label:
+                continue
+            kind, end = label
+            if kind.startswith("-"):
+                continue
+            values: list[tuple[Decimal, float]] = []
+            rest = cell.text[end:].strip(" :")
+            amount = sheet.amount(rest) if rest else None
+            if isinstance(amount, Decimal):
+                values.append((amount, 1.0))
+            right = []
+            for other in cells[c + 1 :]:
+                if sum_label(other.text) and not other.text[:1].isdigit():
+                    break
+                value = sheet.amount(other.text)
+                if isinstance(value, Decimal):
+                    right.append(value)
+            if right:
+                values.append((right[0], 1.0 if len(right) == 1 else 0.8))
+                if len(right) > 1:
+                    values.append((right[-1], 0.8))
+            if not values and c == len(cells) - 1:
+                for spot in sheet.below(i, cell, 1):
+                    value = sheet.amount(spot.text)
+                    if isinstance(value, Decimal):
+                        values.append((value, 0.6))
+            for value, weight in values:
+                found.append(Amount(kind, value, weight * PRIOR[kind], i))
+    return found
+
+
+@dataclass
+class Sums:
+    net: Decimal | None
+    tax: Decimal | None
+    gross: Decimal | None
+    conf: dict[str, float]
+
+
+def _best(amounts: list[Amount], kind: str) -> list[Amount]:
+    return [a for a in amounts if a.kind == kind]
+
+
+def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
+    amounts = candidates(sheet)
+    nets = _best(amounts, "net") + _best(amounts, "lines")
+    taxes = _best(amounts, "tax")
+    grosses = _best(amounts, "gross") + [
+        Amount("gross", a.value, a.weight * 0.8, a.line) for a in _best(amounts, "due")
+    ]
+    none = Amount("none", Decimal(0), 0.0, -1)
+    best: tuple[float, Amount, Amount, Amount, bool] | None = None
+    for net, tax, gross in product(
+        [*_unique(nets), none], [*_unique(taxes), none], [*_unique(grosses), none]
+    ):
+        present = [a for a in (net, tax, gross) if a is not none]
+        if not present:
+            continue
+        score = sum(a.weight for a in present)
+        agree = False
+        if net is not none and gross is not none:
+            total = net.value + (tax.value if tax is not none else Decimal(0))
+            agree = abs(total - gross.value) <= CENT
+            score += 2.0 if agree else -1.0
+        if lines_total is not None and net is not none and abs(lines_total - net.value) <= CENT:
+            score += 0.5
+        if gross is not none and tax is not none and tax.value > gross.value:
+            score -= 2.0
+        if best is None or score > best[0]:
+            best = (score, net, tax, gross, agree)
+    if best is None:
+        return Sums(None, None, None, {"subtotal": 0.0, "tax": 0.0, "total": 0.0})
+    _, net, tax, gross, agree = best
+    conf: dict[str, float] = {}
+    result = Sums(
+        net.value if net is not none else None,
+        tax.value if tax is not none else None,
+        gross.value if gross is not none else None,
+        conf,
+    )
+    for name, picked, pool in (
+        ("subtotal", net, nets),
+        ("tax", tax, taxes),
+        ("total", gross, grosses),
+    ):
+        if picked is none:
+            conf[name] = 0.0
+            continue
+        rivals = {a.value for a in pool if a.weight >= picked.weight and a.value != picked.value}
+        if agree:
+            conf[name] = SURE if picked.weight >= 0.8 and not rivals else LIKELY
+        else:
+            conf[name] = WEAK if not rivals else GUESS
+    if result.tax is None and agree:
+        conf["tax"] = LIKELY  # nothing is missing from the total: no tax is charged
+    if result.net is None and result.gross is not None and result.tax is not None:
+        result.net = result.gross - result.tax  # printed nowhere, implied by the sums
+        conf["subtotal"] = min(conf["total"], conf["tax"], FAIR)
+    if (
+        result.net is None
+        and result.gross is not None
+        and result.tax is None
+        and lines_total == result.gross
+    ):
+        result.net = result.gross
+        conf["subtotal"] = FAIR
+    return result
+
+
+def _unique(amounts: list[Amount]) -> list[Amount]:
+    """One candidate per value: the best-weighted (first on ties)."""
+    best: dict[Decimal, Amount] = {}
+    for amount in amounts:
+        if amount.value not in best or amount.weight > best[amount.value].weight:
+            best[amount.value] = amount
+    return list(best.values())

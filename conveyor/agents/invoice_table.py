@@ -1,0 +1,282 @@
+"""Line items: the rows under a table header recognised by its words, across pages.
+
+The header is a line naming at least three kinds of column (description, quantity,
+price, amount, ...: invoice_labels.COLUMN_LABELS) and printing no amount. Below it, a row
+is a line whose numbers read as quantity x unit price = amount (with a discount column,
+x (1 - discount)), or whose amount stands in the amount column; a line of numbers alone
+completes the row above it (renderings that print a row's amount a line lower); a line
+of words in the description column continues the description. Section and subtotal
+rows do not end the table; a sum, a tax summary or the payment terms do.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+
+from conveyor.agents.invoice_labels import TABLE_END, column_kind, fold, sum_label
+from conveyor.agents.invoice_sheet import Sheet
+from conveyor.documents.layout import Cell, Line
+from conveyor.documents.types import LineItem
+
+SURE = 0.97
+LIKELY = 0.93
+WEAK = 0.75
+CENT = Decimal("0.01")
+# A quantity with its unit: "10 Stk", "2 Tag(e)", "250 m²", "6,5 Stk", "1 Stk 0 % VAT".
+_QTY = re.compile(r"^(?P<n>\d+(?:[.,]\d+)*)(?:\s*(?P<unit>[^\W\d_][^\s\d]{0,10}))(?:\s|$)")
+_PERCENT = re.compile(r"^-?\d+(?:[.,]\d+)?\s*%$")
+_POS = re.compile(r"^\d{1,6}(?:\.\d{1,3})?$")
+
+
+@dataclass
+class Column:
+    kind: str
+    x0: float
+    x1: float
+
+
+@dataclass
+class Header:
+    line: int
+    columns: list[Column]
+
+    def column_of(self, cell: Cell) -> str | None:
+        middle = (cell.x0 + cell.x1) / 2
+        best, distance = None, 1e9
+        for column in self.columns:
+            if column.x0 - 4 <= middle <= column.x1 + 4:
+                return column.kind
+            gap = min(abs(middle - column.x0), abs(middle - column.x1))
+            if gap < distance:
+                best, distance = column.kind, gap
+        return best
+
+    def x_of(self, kind: str) -> float | None:
+        return next((c.x0 for c in self.columns if c.kind == kind), None)
+
+
+@dataclass
+class Row:
+    item: LineItem
+    confidence: float
+    description: list[str] = field(default_factory=list)
+    complete: bool = True
+
+
+def find_header(line: Line) -> Header | None:
+    columns: list[Column] = []
+    for cell in line.cells:
+        if any(ch.isdigit() for ch in cell.text) and not re.search(r"[a-z]", fold(cell.text)):
+            return None
+        words = cell.words
+        word_kinds = [(column_kind(w.text), w) for w in words]
+        whole = column_kind(cell.text)
+        if whole and len([k for k, _ in word_kinds if k]) <= 1:
+            columns.append(Column(whole, cell.x0, cell.x1))
+            continue
+        for kind, word in word_kinds:
+            if kind:
+                if columns and columns[-1].kind == kind and word.x0 - columns[-1].x1 < 8:
+                    columns[-1].x1 = word.x1
+                else:
+                    columns.append(Column(kind, word.x0, word.x1))
+    kinds = {c.kind for c in columns}
+    if len(kinds) >= 3 and kinds & {"description", "amount", "price"} and len(columns) >= 3:
+        return Header(-1, columns)
+    return None
+
+
+def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]]:
+    """The row's numbers: (value, cell, is a quantity with a unit)."""
+    out = []
+    for cell in cells:
+        text = cell.text.strip()
+        if _PERCENT.match(text):
+            continue
+        value = sheet.amount(text)
+        if isinstance(value, Decimal):
+            out.append((value, cell, False))
+            continue
+        match = _QTY.match(text)
+        if match and match.group("unit"):
+            number = sheet.amount(match.group("n"))
+            if isinstance(number, Decimal):
+                out.append((number, cell, True))
+    return out
+
+
+def _discounts(cells: list[Cell]) -> list[Decimal]:
+    found = []
+    for cell in cells:
+        if _PERCENT.match(cell.text.strip()):
+            try:
+                found.append(Decimal(cell.text.strip().rstrip("%").strip().replace(",", ".")))
+            except ArithmeticError:
+                continue
+    return found
+
+
+def _close(a: Decimal, b: Decimal) -> bool:
+    exponent = b.as_tuple().exponent
+    unit = Decimal(1).scaleb(exponent) if isinstance(exponent, int) else CENT
+    return abs(a - b) <= max(unit / 2, CENT)
+
+
+def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
+    cells = list(line.cells)
+    if (cells and _POS.match(cells[0].text.strip()) and header.columns[0].kind == "pos") or (
+        cells
+        and _POS.match(cells[0].text.strip())
+        and cells[0].x1 < (header.x_of("description") or 0)
+    ):
+        cells = cells[1:]
+    numbers = _numbers(cells, sheet)
+    texts = [
+        c for c in cells if c not in {n[1] for n in numbers} and not _PERCENT.match(c.text.strip())
+    ]
+    description = [
+        c.text
+        for c in texts
+        if header.column_of(c) in ("description", None, "pos") or len(texts) == 1
+    ] or [c.text for c in texts]
+    discounts = _discounts(cells)
+    # Every (quantity, price, amount) in the row's order; the amount is the last of them.
+    values = [n[0] for n in numbers]
+    fits: list[tuple[int, int, int, Decimal | None]] = []
+    a = len(values) - 1
+    for p in range(a - 1, -1, -1):
+        for q in range(a):
+            if q == p or values[q] == 0:
+                continue
+            quantity, price, amount = values[q], values[p], values[a]
+            if _close(quantity * price, amount):
+                fits.append((q, p, a, None))
+            for rate in discounts:
+                if _close(quantity * price * (1 - rate / 100), amount):
+                    fits.append((q, p, a, rate))
+    if fits:
+        q, p, a, d = max(fits, key=lambda fit: _fit_score(fit, numbers, header))
+        unit = values[p]
+        if d is not None:
+            unit = (unit * (1 - d / 100)).quantize(CENT, ROUND_HALF_UP)
+        item = LineItem(description=None, quantity=values[q], unit_price=unit, amount=values[a])
+        return Row(item, SURE if d is None else LIKELY, description)
+    amount_x = header.x_of("amount")
+    if numbers and description:
+        last = numbers[-1]
+        if amount_x is not None and last[1].x1 >= amount_x - 10:
+            each = numbers[-2][0] if len(numbers) >= 2 else None
+            count = next((n[0] for n in numbers[:-1] if n[2]), None)
+            if each is not None and count is None and each == last[0]:
+                count = Decimal(1)  # "Pauschal": a lump sum is one of itself
+            return Row(
+                LineItem(description=None, quantity=count, unit_price=each, amount=last[0]),
+                WEAK,
+                description,
+            )
+        if len(numbers) >= 2:
+            # The amount is missing from this line: it may be printed on the next one.
+            count = next((n[0] for n in numbers if n[2]), numbers[-1][0])
+            each = next((n[0] for n in numbers if not n[2]), None)
+            return Row(
+                LineItem(description=None, quantity=count, unit_price=each, amount=None),
+                WEAK,
+                description,
+                complete=False,
+            )
+    return None
+
+
+def _fit_score(
+    fit: tuple[int, int, int, Decimal | None],
+    numbers: list[tuple[Decimal, Cell, bool]],
+    header: Header,
+) -> tuple[int, int, int]:
+    """Which reading of a row's numbers is likeliest: the quantity is the one printed
+    with a unit or under the quantity header, the price under the price header; else
+    the usual order (quantity before price) and no discount."""
+    q, p, _, d = fit
+    quantity, price = numbers[q], numbers[p]
+    evidence = (2 if quantity[2] else 0) + (header.column_of(quantity[1]) == "quantity")
+    evidence += header.column_of(price[1]) == "price"
+    return evidence, int(d is None), int(q < p)
+
+
+def _ends(line: Line) -> bool:
+    first = fold(line.cells[0].text)
+    if TABLE_END.match(first):
+        return True
+    label = sum_label(line.cells[0].text)
+    return bool(label and not label[0].startswith("-"))
+
+
+def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
+    """The items, their confidence and the index of the line after the table."""
+    rows: list[Row] = []
+    header: Header | None = None
+    end: int | None = None
+    last: Row | None = None
+    for i, line in enumerate(sheet.lines):
+        found = find_header(line)
+        if found is not None:
+            if (
+                header is not None
+                and {c.kind for c in found.columns} != {c.kind for c in header.columns}
+                and rows
+            ):
+                end = i
+                break
+            found.line = i
+            header, last = found, None
+            continue
+        if header is None:
+            continue
+        if _ends(line):
+            end = i
+            if rows:
+                break
+            header = None
+            continue
+        if last is not None and not last.complete:
+            numbers = _numbers(list(line.cells), sheet)
+            if len(numbers) == 1 and len(line.cells) == 1:
+                _complete(last, numbers[0][0])
+                continue
+        row = read_row(line, header, sheet)
+        if row is not None:
+            rows.append(row)
+            last = row
+            continue
+        if last is not None and _continues(line, header, last):
+            last.description.append(line.text)
+    items = []
+    confidences = []
+    for row in rows:
+        description = " ".join(" ".join(row.description).split()) or None
+        items.append(row.item.model_copy(update={"description": description}))
+        confidences.append(row.confidence if row.item.amount is not None else WEAK)
+    return items, (min(confidences) if confidences else 0.0), end
+
+
+def _complete(row: Row, amount: Decimal) -> None:
+    item = row.item
+    quantity, price = item.quantity, item.unit_price
+    if quantity is not None and price is not None and not _close(quantity * price, amount):
+        quantity, price = price, quantity  # read the other way round
+        if quantity is not None and price is not None and not _close(quantity * price, amount):
+            row.confidence = WEAK
+        else:
+            row.confidence = LIKELY
+    else:
+        row.confidence = LIKELY
+    row.item = LineItem(description=None, quantity=quantity, unit_price=price, amount=amount)
+    row.complete = True
+
+
+def _continues(line: Line, header: Header, row: Row) -> bool:
+    x = header.x_of("description")
+    if x is None:
+        return False
+    return line.x0 >= x - 12 and len(line.cells) <= 2 and len(row.description) < 40
