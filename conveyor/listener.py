@@ -21,6 +21,9 @@ from conveyor.log import fields
 log = logging.getLogger(__name__)
 
 CHANNEL = "conveyor"
+#: The longest wait between reconnection attempts: events flow again within it of the
+#: server's return (a refused attempt costs next to nothing).
+MAX_RETRY_DELAY = 0.5
 
 
 class Listener:
@@ -49,7 +52,9 @@ class Listener:
         reconnecting = False
         while True:
             try:
-                self._conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True)
+                self._conn = await psycopg.AsyncConnection.connect(
+                    self.url, autocommit=True, connect_timeout=5
+                )
                 await self._conn.execute(f"LISTEN {CHANNEL}")
                 self._listening.set()
                 if reconnecting and self.on_reconnect is not None:
@@ -63,7 +68,7 @@ class Listener:
                     extra=fields(error=str(exc).strip(), retry_in=round(delay, 2)),
                 )
                 await asyncio.sleep(delay)
-                delay = min(5.0, delay * 2)
+                delay = min(MAX_RETRY_DELAY, delay * 2)
             except psycopg.Error as exc:
                 # Any other error of the connection: listening must go on (a listener that
                 # ended would leave its process deaf while it looks alive).
@@ -73,7 +78,7 @@ class Listener:
                     extra=fields(error=str(exc).strip(), retry_in=round(delay, 2)),
                 )
                 await asyncio.sleep(delay)
-                delay = min(5.0, delay * 2)
+                delay = min(MAX_RETRY_DELAY, delay * 2)
             finally:
                 self._listening.clear()
                 await self._close_conn()

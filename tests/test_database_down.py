@@ -11,6 +11,7 @@ machine's shared server is left alone).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 import threading
@@ -20,13 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from conveyor import App, DatabaseUnavailable
 from conveyor.db.embedded import EmbeddedPostgres
 from conveyor.db.pool import GRACE
+from conveyor.listener import Listener
 from conveyor.settings import Settings
+from tests.conftest import wait_for
 from tests.web import serving
 
 STATEMENT_TIMEOUT = 1.0
@@ -258,3 +262,51 @@ async def test_a_restart_between_requests_costs_no_failed_request(
     # idle for longer than the restart took) and replaced, not handed out.
     await asyncio.sleep(1.1)
     assert await app.enqueue_async("a", {}) > 0
+
+
+async def test_events_flow_again_within_a_second_of_the_servers_return(
+    private_server: EmbeddedPostgres,
+) -> None:
+    await asyncio.to_thread(private_server.start)
+    reconnected = asyncio.Event()
+    heard: list[dict[str, Any]] = []
+    listener = Listener(private_server.url, heard.append, on_reconnect=reconnected.set)
+    listening = asyncio.create_task(listener.run())
+    try:
+        assert await listener.wait_listening(10)
+        await asyncio.to_thread(private_server.stop)
+        # The length of the outage, not a wait for something: long enough for a backoff
+        # that kept doubling to sleep past the server's return.
+        await asyncio.sleep(5)
+        await asyncio.to_thread(private_server.start)
+        back = time.monotonic()
+        await asyncio.wait_for(reconnected.wait(), 10)
+        assert time.monotonic() - back < 1.0
+        async with await psycopg.AsyncConnection.connect(private_server.url) as conn:
+            await conn.execute("SELECT pg_notify('conveyor', '{\"agent\": \"a\"}')")
+        await wait_for(lambda: heard, timeout=5, what="the NOTIFY")
+    finally:
+        listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
+        await listener.close()
+
+
+async def test_pooled_connections_carry_the_server_side_bounds(
+    database_url: str, tmp_path: Path
+) -> None:
+    app = _app(database_url, tmp_path)
+    try:
+        async with app.connection() as conn:  # after the migration's longer bound
+            cur = await conn.execute(
+                "SELECT current_setting('statement_timeout') AS statement,"
+                " current_setting('idle_in_transaction_session_timeout') AS idle"
+            )
+            assert await cur.fetchone() == {"statement": "1s", "idle": "1s"}
+        with pytest.raises(DatabaseUnavailable, match=r"statement timeout.*STATEMENT_TIMEOUT"):
+            async with app.connection() as conn:
+                await conn.execute("SELECT pg_sleep(5)")
+        # A server that answers is not an outage.
+        assert await app.enqueue_async("a", {}) > 0
+    finally:
+        await app.aclose()
