@@ -59,6 +59,14 @@ SNAPSHOT = {
 }
 
 
+async def one(conn: Conn, query: str, params: tuple[Any, ...] = ()) -> Any:
+    """The first column of the one row a query answers."""
+    cur = await conn.execute(sql.SQL(query), params)
+    row = await cur.fetchone()
+    assert row is not None
+    return next(iter(row.values()))
+
+
 async def snapshot(conn: Conn) -> dict[str, list[tuple[Any, ...]]]:
     shot = {}
     for part, query in SNAPSHOT.items():
@@ -209,8 +217,7 @@ async def test_a_changed_function_file_is_applied_again(
     cost = "conveyor_compute_cost(timestamp with time zone,timestamp with time zone,"
     assert cost + "double precision)" not in now
     assert cost + "double precision,integer)" in now
-    cur = await conn.execute("SELECT conveyor_probe(1) AS two")
-    assert (await cur.fetchone())["two"] == 2
+    assert await one(conn, "SELECT conveyor_probe(1)") == 2
     cur = await conn.execute("SELECT name, sha256 FROM conveyor_schema_functions ORDER BY name")
     recorded = {r["name"]: r["sha256"] for r in await cur.fetchall()}
     assert recorded == {f.name: f.checksum for f in migrate_module.functions()}
@@ -229,17 +236,16 @@ async def test_the_replaced_triggers_still_guard_and_notify(conn: Conn, server_u
     await conn.execute("INSERT INTO agents (name) VALUES ('a')")
     async with await psycopg.AsyncConnection.connect(conn.info.dsn, autocommit=True) as listener:
         await listener.execute("LISTEN conveyor")
-        cur = await conn.execute(
+        task_id = await one(
+            conn,
             "INSERT INTO tasks (agent, status, finished_at) VALUES ('a', 'completed', now())"
-            " RETURNING id"
+            " RETURNING id",
         )
-        task_id = (await cur.fetchone())["id"]
         note = await anext(listener.notifies(timeout=10))
         assert f'"ids" : [{task_id}]' in note.payload
     with pytest.raises(psycopg.errors.CheckViolation, match="no transition"):
         await conn.execute("UPDATE tasks SET status = 'processing' WHERE id = %s", (task_id,))
-    cur = await conn.execute("SELECT sum(tasks) AS n FROM task_rollups WHERE grain = 'h'")
-    assert (await cur.fetchone())["n"] == 1
+    assert await one(conn, "SELECT sum(tasks) FROM task_rollups WHERE grain = 'h'") == 1
 
 
 async def test_something_else_depending_on_a_function_stops_the_change_clearly(

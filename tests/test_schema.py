@@ -82,8 +82,8 @@ async def test_status_checks_allow_exactly_the_documented_values(conn: Any) -> N
     defs = {r["tbl"]: r["def"] for r in await cur.fetchall()}
     for status in TaskStatus:
         assert f"'{status}'" in defs["tasks"]
-    for status in AttemptStatus:
-        assert f"'{status}'" in defs["task_attempts"]
+    for attempt_status in AttemptStatus:
+        assert f"'{attempt_status}'" in defs["task_attempts"]
 
 
 async def test_transitions_table_mirrors_the_state_machine(conn: Any) -> None:

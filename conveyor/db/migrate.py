@@ -166,17 +166,17 @@ async def _apply_functions(conn: psycopg.AsyncConnection[object]) -> list[str]:
     if recorded == {f.name: f.checksum for f in files}:
         return []
 
-    # Both tables at once, before anything else: the triggers below are dropped from them,
-    # and taking their locks one by one could deadlock with a worker's statement.
-    await conn.execute("LOCK TABLE tasks, task_attempts IN ACCESS EXCLUSIVE MODE")
     await cur.execute(_OWN_TRIGGERS)
-    for trigger, table in await cur.fetchall():
+    triggers = [(cast(str, name), cast(str, table)) for name, table in await cur.fetchall()]
+    if triggers:
+        # Their tables all at once, before any is changed: taken one by one, each DROP
+        # TRIGGER's lock could deadlock with a worker's statement holding the next table.
+        # (regclass text is already quoted as needed, and schema-qualified if so.)
+        tables = sql.SQL(", ").join(sql.SQL(t) for t in sorted({t for _, t in triggers}))
+        await conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(tables))
+    for trigger, table in triggers:
         await conn.execute(
-            sql.SQL("DROP TRIGGER {} ON {}").format(
-                sql.Identifier(cast(str, trigger)),
-                # regclass text is already quoted as needed (and schema-qualified if so).
-                sql.SQL(cast(str, table)),
-            )
+            sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(trigger), sql.SQL(table))
         )
     await cur.execute(_OWN_FUNCTIONS)
     for (signature,) in await cur.fetchall():
