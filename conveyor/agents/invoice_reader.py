@@ -15,6 +15,7 @@ from decimal import Decimal
 
 from conveyor.agents import invoice_fields, invoice_parties, invoice_sums, invoice_table
 from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.values import NumberStyle
 from conveyor.documents.text import DocumentText
 from conveyor.documents.types import Customer, Invoice, Vendor, cross_checks
 
@@ -23,15 +24,20 @@ CENT = Decimal("0.01")
 
 def read_invoice_layout(text: DocumentText) -> tuple[Invoice, dict[str, float]]:
     sheet = Sheet.of(text)
-    best: tuple[int, Invoice, dict[str, float]] | None = None
-    for style in sheet.styles:
+    best: tuple[tuple[int, int, int], Invoice, dict[str, float]] | None = None
+    # The voted styles first, then the other decimal separator's: a page of opening hours
+    # ("08.30 - 12.30 Uhr") can outvote its amounts. The reading that misses fewest key
+    # fields, then reads more of the sums' amounts, then fails fewer checks, wins.
+    other = "," if sheet.style.decimal == "." else "."
+    styles = [*sheet.styles, NumberStyle(other, "." if other == "," else ",")]
+    for style in styles:
         sheet.style = style
         invoice, fields = _read(sheet)
-        failed = len(cross_checks("invoice", invoice))
-        if best is None or failed < best[0]:
-            best = (failed, invoice, fields)
-        if failed == 0:
-            break
+        failed = cross_checks("invoice", invoice)
+        missing = sum(check.startswith("no ") for check in failed)
+        standing = (missing, -len(invoice_sums.candidates(sheet)), len(failed))
+        if best is None or standing < best[0]:
+            best = (standing, invoice, fields)
     assert best is not None
     return best[1], best[2]
 

@@ -167,8 +167,8 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
     if numbers and description:
         last = numbers[-1]
         if amount_x is not None and last[1].x1 >= amount_x - 10:
-            each = numbers[-2][0] if len(numbers) >= 2 else None
             count = next((n[0] for n in numbers[:-1] if n[2]), None)
+            each = next((n[0] for n in reversed(numbers[:-1]) if not n[2]), None)
             if each is not None and count is None and each == last[0]:
                 count = Decimal(1)  # "Pauschal": a lump sum is one of itself
             return Row(
@@ -176,10 +176,10 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
                 WEAK,
                 description,
             )
-        if len(numbers) >= 2:
+        if len(numbers) >= 2 or numbers[0][2]:
             # The amount is missing from this line: it may be printed on the next one.
             count = next((n[0] for n in numbers if n[2]), numbers[-1][0])
-            each = next((n[0] for n in numbers if not n[2]), None)
+            each = next((n[0] for n in numbers if not n[2] and n[0] != count), None)
             return Row(
                 LineItem(description=None, quantity=count, unit_price=each, amount=None),
                 WEAK,
@@ -240,9 +240,12 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             header = None
             continue
         if last is not None and not last.complete:
-            numbers = _numbers(list(line.cells), sheet)
-            if len(numbers) == 1 and len(line.cells) == 1:
-                _complete(last, numbers[0][0])
+            amount = _trailing_amount(line, header, sheet)
+            if amount is not None:
+                _complete(last, amount)
+                last.description += [
+                    c.text for c in line.cells[:-1] if not isinstance(sheet.amount(c.text), Decimal)
+                ]
                 continue
         row = read_row(line, header, sheet)
         if row is not None:
@@ -260,17 +263,32 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
     return items, (min(confidences) if confidences else 0.0), end
 
 
+def _trailing_amount(line: Line, header: Header, sheet: Sheet) -> Decimal | None:
+    """The amount a line prints in the amount column, alone or after codes (a GTIN)."""
+    last = line.cells[-1]
+    value = sheet.amount(last.text)
+    x = header.x_of("amount")
+    if not isinstance(value, Decimal) or (x is not None and last.x1 < x - 10):
+        return None
+    if len(line.cells) > 1 and any(
+        not isinstance(sheet.amount(c.text), Decimal) and re.search(r"[a-z]{3}", fold(c.text))
+        for c in line.cells[:-1]
+    ):
+        return None  # words beside it: a line of its own, not the rest of a row
+    return value
+
+
 def _complete(row: Row, amount: Decimal) -> None:
+    """The amount of a row printed a line below it; the unit price from it if missing."""
     item = row.item
     quantity, price = item.quantity, item.unit_price
-    if quantity is not None and price is not None and not _close(quantity * price, amount):
-        quantity, price = price, quantity  # read the other way round
-        if quantity is not None and price is not None and not _close(quantity * price, amount):
-            row.confidence = WEAK
-        else:
-            row.confidence = LIKELY
-    else:
+    if quantity is not None and price is None and quantity:
+        price = (amount / quantity).quantize(CENT, ROUND_HALF_UP)
+        row.confidence = WEAK
+    elif quantity is not None and price is not None and _close(quantity * price, amount):
         row.confidence = LIKELY
+    else:
+        row.confidence = WEAK  # a price per 100 units, or a discount: read as printed
     row.item = LineItem(description=None, quantity=quantity, unit_price=price, amount=amount)
     row.complete = True
 

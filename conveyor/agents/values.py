@@ -250,24 +250,23 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
         return None
     negative = compact.startswith("-")
     digits = compact.lstrip("-")
+    if not _strict(style).match(digits):
+        return None
     if style.thousands and style.thousands != " ":
-        groups = digits.split(style.decimal)[0].split(style.thousands)
-        if len(groups) > 1 and (len(groups[0]) > 3 or any(len(g) != 3 for g in groups[1:])):
-            return None
         digits = digits.replace(style.thousands, "")
-    if style.decimal == ",":
-        if "." in digits:
-            return None
-        digits = digits.replace(",", ".")
-    elif "," in digits:
-        return None
-    if digits.count(".") > 1 or not digits or digits.endswith("."):
-        return None
+    digits = digits.replace(" ", "").replace(style.decimal, ".")
     try:
         value = Decimal(digits)
     except InvalidOperation:
         return None
     return -value if negative else value
+
+
+@functools.lru_cache(maxsize=16)
+def _strict(style: NumberStyle) -> re.Pattern[str]:
+    """A number in `style` and nothing else: "1.234,56", "1234,5678", "12"."""
+    t, d = re.escape(style.thousands or "\0"), re.escape(style.decimal)
+    return re.compile(rf"^(?:\d{{1,3}}(?:{t}\d{{3}})+|\d+)(?:{d}\d+)?$")
 
 
 # Currency signs that price-parser finds, as ISO 4217 codes.
