@@ -269,7 +269,7 @@ async def test_a_slow_client_is_dropped_and_does_not_slow_the_others(settings: S
         stuck = socket.socket()
         stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         stuck.connect(("127.0.0.1", int(url.rsplit(":", 1)[1])))
-        stuck.sendall(b"GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n")
+        stuck.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         try:
             await wait_for(lambda: len(hub.clients) == 2, what="both subscriptions")
             (stuck_client,) = hub.clients - {reader_client}

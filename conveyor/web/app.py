@@ -34,11 +34,14 @@ from conveyor.web.models import (
     Text,
     Timestamp,
 )
+from conveyor.web.security import ServedNames, SiteGuard
+from conveyor.web.sessions import Sessions
+from conveyor.web.throttle import LoginThrottle
 
 MAX_JSON_BODY = 2 << 20  # a task's payload is capped at 1 MiB; documents are uploaded apart
 
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 422, 503)
+    code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 421, 422, 503)
 }
 
 
@@ -65,15 +68,23 @@ def create_app(app: App) -> FastAPI:
     )
     errors.install(api)
     api.add_middleware(BodyLimit, max_bytes=MAX_JSON_BODY)
-    if app.settings.api_token:
-        api.add_middleware(BearerAuth, token=app.settings.api_token)
+    token = app.settings.api_token
+    sessions = Sessions(token) if token else None
+    if token and sessions is not None:
+        api.add_middleware(BearerAuth, token=token, sessions=sessions)
+    # Added last, so outermost: a request from another site is refused before its body
+    # is read or its token looked at. make_server adds the host it listens on.
+    api.state.served_names = ServedNames(app.settings)
+    api.add_middleware(SiteGuard, names=api.state.served_names)
+    api.state.sessions = sessions
+    api.state.login_throttle = throttle = LoginThrottle()
     _routes(api, app)
     api.include_router(documents.router(app))
     api.include_router(callbacks.router(app))
     api.include_router(metrics_routes.router(app))
     api.state.events = hub
     api.include_router(event_stream.router(hub))
-    api.include_router(dashboard.router(app))
+    api.include_router(dashboard.router(app, sessions, throttle))
     dashboard.mount_static(api)
     return api
 
@@ -215,13 +226,14 @@ def _too_large(limit: int) -> ASGIApp:
 class BearerAuth:
     """With CONVEYOR_API_TOKEN set, /api and the dashboard need `Authorization: Bearer`,
     or for reading, the session cookie of /login (browsers; see web/dashboard.py).
-    Health checks stay open; callbacks from external jobs carry a signature instead."""
+    Health checks stay open; callbacks from external jobs carry a signature instead;
+    signing out ends only the caller's own session."""
 
-    OPEN = ("/healthz", "/api/callbacks/", "/login", "/static/")
+    OPEN = ("/healthz", "/api/callbacks/", "/login", "/logout", "/static/")
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, sessions: Sessions) -> None:
         self.app = app
-        self.token = token
+        self.sessions = sessions
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -229,9 +241,7 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers", ())).get(b"authorization", b"")
-        if not hmac.compare_digest(given, self.expected) and not dashboard.has_session(
-            scope, self.token
-        ):
+        if not hmac.compare_digest(given, self.expected) and not self.sessions.reads(scope):
             if dashboard.is_page(scope):
                 await RedirectResponse("/login", status_code=303)(scope, receive, send)
                 return

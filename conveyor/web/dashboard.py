@@ -9,20 +9,22 @@ as it is.
 
 With CONVEYOR_API_TOKEN set, a browser cannot send `Authorization` on its own, and an
 `EventSource` cannot send it at all. `/login` takes the token once, in a form, and answers
-a session cookie: HttpOnly (scripts cannot read it), SameSite=Strict (other sites cannot
-make the browser send it), Secure over https, and holding an HMAC of the token, not the
-token. The cookie is accepted for GET and HEAD only: it lets a browser read, and every
-change (POST) still needs the bearer token, so a forged form cannot act with it.
+a session cookie (web/sessions.py): a new signed value at every sign-in, expiring after
+12 hours, HttpOnly (scripts cannot read it), SameSite=Strict (other sites cannot make the
+browser send it), Secure over https, never the token. Wrong tokens are throttled per
+client address (web/throttle.py). `POST /logout` (the header's "Sign out") ends the
+session. The cookie is accepted for GET and HEAD only: it lets a browser read, and every
+change (POST) still needs the bearer token. Other sites cannot post here at all
+(web/security.py), and the pages run no inline script, under a strict CSP.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import html
 import json
+import math
 from datetime import UTC, datetime
-from http.cookies import SimpleCookie
 from pathlib import Path
 from string import Template
 from typing import Annotated, Any
@@ -35,38 +37,17 @@ from starlette.types import Scope
 from conveyor.app import App
 from conveyor.errors import TaskNotFound
 from conveyor.web.errors import parse_id
+from conveyor.web.sessions import COOKIE, Sessions
+from conveyor.web.throttle import LoginThrottle
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
-COOKIE = "conveyor_session"
 PAGES = ("/", "/tasks/")
 
 
 def _template(name: str) -> Template:
     return Template((TEMPLATES / name).read_text())
-
-
-def session_value(token: str) -> str:
-    return hmac.new(token.encode(), b"conveyor dashboard session", hashlib.sha256).hexdigest()
-
-
-def has_session(scope: Scope, token: str) -> bool:
-    """A session cookie from /login, on a request that only reads."""
-    if scope.get("method") not in ("GET", "HEAD"):
-        return False
-    raw = dict(scope.get("headers", ())).get(b"cookie")
-    if not raw:
-        return False
-    cookie: SimpleCookie = SimpleCookie()
-    try:
-        cookie.load(raw.decode("latin-1"))
-    except Exception:  # a malformed Cookie header is simply no session
-        return False
-    morsel = cookie.get(COOKIE)
-    return morsel is not None and hmac.compare_digest(
-        morsel.value.encode(), session_value(token).encode()
-    )
 
 
 def is_page(scope: Scope) -> bool:
@@ -75,18 +56,41 @@ def is_page(scope: Scope) -> bool:
     return scope.get("method") == "GET" and (path == "/" or path.startswith("/tasks/"))
 
 
-def _page(title: str, body: str, *, script: str = "", data: dict[str, str] | None = None) -> str:
+SIGN_OUT = (
+    '<form method="post" action="/logout" class="signout">'
+    '<button type="submit" class="quiet">Sign out</button></form>'
+)
+
+
+def _page(
+    title: str,
+    body: str,
+    *,
+    script: str = "",
+    data: dict[str, str] | None = None,
+    signed_in: bool = False,
+) -> str:
     attrs = " ".join(f'data-{k}="{html.escape(v)}"' for k, v in (data or {}).items())
     return _template("page.html").substitute(
         title=html.escape(title),
         body=body,
         body_attrs=attrs,
         script=f'<script src="/static/{script}" defer></script>' if script else "",
+        account=SIGN_OUT if signed_in else "",
     )
 
 
-def router(app: App) -> APIRouter:
+def _login_page(error: str = "") -> str:
+    body = _template("login.html").substitute(
+        error=f'<p class="error">{html.escape(error)}</p>' if error else ""
+    )
+    return _page("Sign in · Conveyor", body)
+
+
+def router(app: App, sessions: Sessions | None, throttle: LoginThrottle) -> APIRouter:
+    """The pages; `sessions` is None without a token (nobody signs in)."""
     api = APIRouter(include_in_schema=False)  # pages, not API operations
+    signed_in = sessions is not None
 
     @api.get("/", response_class=HTMLResponse)
     async def dashboard(
@@ -94,7 +98,13 @@ def router(app: App) -> APIRouter:
     ) -> HTMLResponse:
         """The overview. `?poll=SECONDS` sets the fallback poll (tests make it short)."""
         body = _template("dashboard.html").substitute()
-        page = _page("Conveyor", body, script="dashboard.js", data={"poll": str(poll)})
+        page = _page(
+            "Conveyor",
+            body,
+            script="dashboard.js",
+            data={"poll": str(poll)},
+            signed_in=signed_in,
+        )
         return HTMLResponse(page)
 
     @api.get("/tasks/{task_id}", response_class=HTMLResponse)
@@ -126,33 +136,55 @@ def router(app: App) -> APIRouter:
             body,
             script="task.js",
             data={"task": str(task.id), "status": str(task.status), "agent": task.agent},
+            signed_in=signed_in,
         )
         return HTMLResponse(page)
 
     @api.get("/login", response_class=HTMLResponse)
     async def login_form() -> HTMLResponse:
-        return HTMLResponse(
-            _page("Sign in · Conveyor", _template("login.html").substitute(error=""))
-        )
+        return HTMLResponse(_login_page())
 
     @api.post("/login")
     async def login(request: Request, token: Annotated[str, Form(max_length=1000)]) -> Response:
         expected = app.settings.api_token
-        if expected is None:
+        if expected is None or sessions is None:
             return RedirectResponse("/", status_code=303)
-        if not hmac.compare_digest(token.encode(), expected.encode()):
-            body = _template("login.html").substitute(
-                error='<p class="error">That is not this server\'s token.</p>'
+        address = request.client.host if request.client else ""
+        wait = throttle.wait(address)
+        if wait > 0:
+            # Not even looked at: while closed, a right token cannot be told from a wrong one.
+            seconds = math.ceil(wait)
+            return HTMLResponse(
+                _login_page(f"Too many wrong tokens from your address: try again in {seconds} s."),
+                status_code=429,
+                headers={"Retry-After": str(seconds)},
             )
-            return HTMLResponse(_page("Sign in · Conveyor", body), status_code=401)
+        if not hmac.compare_digest(token.encode(), expected.encode()):
+            throttle.failed(address)
+            return HTMLResponse(_login_page("That is not this server's token."), status_code=401)
+        throttle.succeeded(address)
         answer = RedirectResponse("/", status_code=303)
         answer.set_cookie(
             COOKIE,
-            session_value(expected),
+            sessions.issue(),
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
-            max_age=12 * 3600,
+            max_age=int(sessions.lifetime),
+        )
+        return answer
+
+    @api.post("/logout")
+    async def logout(request: Request) -> Response:
+        """End this browser's session (open to all: it can only end the caller's own)."""
+        if sessions is None:
+            return RedirectResponse("/", status_code=303)
+        value = sessions.of_scope(request.scope)
+        if value is not None:
+            sessions.revoke(value)
+        answer = RedirectResponse("/login", status_code=303)
+        answer.delete_cookie(
+            COOKIE, httponly=True, samesite="strict", secure=request.url.scheme == "https"
         )
         return answer
 

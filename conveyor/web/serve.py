@@ -43,6 +43,9 @@ class Server(uvicorn.Server):
 
 def make_server(api: FastAPI, host: str, port: int, *, token: str | None) -> Server:
     check_exposure(host, token)
+    names = getattr(api.state, "served_names", None)
+    if names is not None:  # the Host check (web/security.py) accepts the name it listens on
+        names.add(host)
     config = uvicorn.Config(
         api,
         host=host,

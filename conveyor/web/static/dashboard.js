@@ -129,7 +129,9 @@
   function meter(used, limit) {
     if (limit == null) return el("span", { class: "meter" }, el("small", {}, `${count(used)} · no limit`));
     const share = limit > 0 ? Math.min(1, used / limit) : 1;
-    const fill = el("span", { class: share >= 0.9 ? "fill hot" : "fill", style: `width:${Math.round(share * 100)}%` });
+    const fill = el("span", { class: share >= 0.9 ? "fill hot" : "fill" });
+    // Through the CSSOM, not a style attribute: the page's CSP allows no inline styles.
+    fill.style.width = `${Math.round(share * 100)}%`;
     return el("span", { class: "meter", title: `${used} of ${limit}` },
       el("span", { class: "track" }, fill), el("small", {}, `${count(used)} / ${count(limit)}`));
   }
