@@ -38,6 +38,7 @@ async def producer(server: EmbeddedPostgres, tmp_path: Path) -> AsyncIterator[Ap
 
     app = App(settings=Settings(database_url=server.url, home=tmp_path))
     spec = worker_app.agents["chaos"]
+    assert spec.fn is not None
     app.agent("chaos", lease_seconds=spec.lease_seconds, max_attempts=spec.max_attempts)(spec.fn)
     yield app
     await app.aclose()

@@ -342,7 +342,7 @@ async def test_web_serves_the_api_and_stops_on_sigterm(database_url: str, signal
 
 
 def _pdf(path: Path, pages: int = 1) -> Path:
-    import pypdfium2
+    import pypdfium2  # type: ignore[import-untyped]
 
     document = pypdfium2.PdfDocument.new()
     for _ in range(pages):

@@ -193,7 +193,7 @@ async def test_a_picture_is_read_by_a_vision_model_and_refused_without_one(
     assert done.result["notes"][0] == "classified as invoice by the model"
     assert done.result["data"]["number"] == invoice.truth.number  # type: ignore[attr-defined]
     assert all(
-        any(isinstance(p, ImagePart) for p in r.messages[-1].content or [])  # type: ignore[union-attr]
+        any(isinstance(p, ImagePart) for p in r.messages[-1].content or [])
         for r in seen[:by_vision]
     ), "every request carries the picture"
     if ocr.available():  # no vision: the picture is read by OCR, its text sent instead

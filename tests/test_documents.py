@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pypdfium2 as pdfium
+import pypdfium2 as pdfium  # type: ignore[import-untyped]
 import pytest
 
 from conveyor import App
@@ -104,7 +104,8 @@ def stored_files(store: DocumentStore) -> list[Path]:
 def error_of(response: httpx.Response) -> dict[str, str]:
     body = response.json()
     assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
-    return body["error"]
+    error: dict[str, str] = body["error"]
+    return error
 
 
 async def upload(

@@ -170,11 +170,11 @@ def test_a_cii_invoice_is_read_term_by_term() -> None:
     assert inv.vendor.tax_id == "DE123456789", "the VAT id before the local tax number"
     assert inv.vendor.address == "Hauptstr. 1, 10115 Berlin, DE"
     assert inv.customer.name == "Kunde AG" and inv.currency == "EUR"
-    assert (inv.subtotal, inv.tax, inv.total) == (Decimal("100.00"), Decimal("19.00"), 119)
+    assert (inv.subtotal, inv.tax, inv.total) == (Decimal("100.00"), Decimal("19.00"), Decimal(119))
     (line,) = inv.line_items
     assert (line.description, line.quantity, line.unit_price, line.amount) == (
         "Schrauben M4",
-        400,
+        Decimal(400),
         Decimal("0.25"),
         Decimal("100.00"),
     )
@@ -237,7 +237,7 @@ def e_invoice_pdf(printed_number: str, printed_total: str, xml: bytes) -> bytes:
     """A one-page invoice printed with reportlab, its CII attached as factur-x.xml (the
     way ZUGFeRD 2 and Factur-X writers do), with PDFium."""
     import pypdfium2 as pdfium  # type: ignore[import-untyped]
-    from reportlab.pdfgen import canvas
+    from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
     page = io.BytesIO()
     drawing = canvas.Canvas(page)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from reportlab.pdfgen import canvas
+from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.documents.layout import PageLayout, Word, lines_of, text_layout
 from conveyor.documents.text import extract_text

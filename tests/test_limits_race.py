@@ -35,6 +35,7 @@ async def producer(settings: Settings) -> Any:
     app = App(settings=settings)
     for name in ("capped", "budgeted"):
         spec = worker_app.agents[name]
+        assert spec.fn is not None
         app.agent(
             name,
             max_concurrent=spec.max_concurrent,

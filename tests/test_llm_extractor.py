@@ -204,7 +204,7 @@ def test_a_disagreement_is_settled_by_the_value_the_text_shows() -> None:
 
 
 def test_contract_parts_merge_first_value_and_parties_once() -> None:
-    parts = [
+    parts: list[dict[str, Any]] = [
         {"parties": [{"name": "Acme Ltd.", "role": None}], "term_months": None},
         {"parties": [{"name": "ACME LTD", "role": "Seller"}, {"name": "Beta", "role": "Buyer"}]},
         {"term_months": 24, "parties": [{"name": "Beta", "role": "Buyer"}]},

@@ -251,6 +251,7 @@ def test_ranges_split_into_whole_days_and_partial_hours() -> None:
     )
     assert span.hours_a == (span.h0, span.d0) and span.hours_b == (span.d1, span.h1)
     inside = Span.of(since, since + timedelta(hours=3))
+    assert span.h0 is not None
     assert not inside.days and inside.hours_a == (span.h0, span.h0 + timedelta(hours=4))
     assert Span.of(None, None).days and Span.of(None, None).hours_a == (None, None)
 
@@ -358,7 +359,7 @@ async def _workload(url: str, seed: int, rounds: int) -> None:
                 kind = rng.choice(
                     ["succeeded", "failed", "failed_final", "throttled", "released", "keep"]
                 )
-                usage = {
+                usage: dict[str, Any] = {
                     "model": rng.choice(["m1", "m2"]),
                     "input_tokens": rng.randint(0, 500),
                     "output_tokens": rng.randint(0, 90),

@@ -83,7 +83,7 @@ def test_contracts_are_read_exactly() -> None:
 
 
 def test_hard_contracts() -> None:
-    seen = set()
+    seen: set[str] = set()
     for seed in range(60):
         sample = make_contract(seed, pages=2)
         if not sample.hard:

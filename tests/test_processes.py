@@ -41,6 +41,7 @@ async def producer(settings: Settings) -> Any:
 
     app = App(settings=settings)
     for spec in worker_app.agents.values():
+        assert spec.fn is not None
         app.agent(spec.name, lease_seconds=spec.lease_seconds)(spec.fn)
     yield app
     await app.aclose()

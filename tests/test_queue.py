@@ -135,7 +135,9 @@ async def test_failure_retries_with_delay_then_fails_when_exhausted(app: App, co
     await queue.finish(conn, [Outcome(t.id, 1, "failed", error="boom 1", retry_delay=30)])
     task = await app.get_task_async(task_id)
     assert task.status == TaskStatus.ENQUEUED and task.error == "boom 1"
-    assert 25 < (task.run_after - task.attempt_history[0].finished_at).total_seconds() < 35
+    finished_at = task.attempt_history[0].finished_at
+    assert finished_at is not None
+    assert 25 < (task.run_after - finished_at).total_seconds() < 35
     assert await claim(conn) == [], "not before its backoff"
     await conn.execute("UPDATE tasks SET run_after = now() WHERE id = %s", (task_id,))
     (t,) = await claim(conn)

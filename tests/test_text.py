@@ -67,7 +67,7 @@ def test_a_fully_scanned_document_says_so() -> None:
 def test_a_blank_page_is_not_a_scan() -> None:
     import io
 
-    from reportlab.pdfgen.canvas import Canvas
+    from reportlab.pdfgen.canvas import Canvas  # type: ignore[import-untyped]
 
     buffer = io.BytesIO()
     canvas = Canvas(buffer)

@@ -30,7 +30,8 @@ async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
 def error_of(response: httpx.Response) -> dict[str, str]:
     body = response.json()
     assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
-    return body["error"]
+    error: dict[str, str] = body["error"]
+    return error
 
 
 async def test_create_then_read_a_task(client: httpx.AsyncClient) -> None:
