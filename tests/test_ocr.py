@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,10 @@ def test_a_scanned_page_is_read_into_words_where_the_text_layer_has_them() -> No
     text = ocr.read_scanned(before, scan)
     (page,) = text.pages
     assert page.has_text_layer and number in page.text
-    assert text.notes[0].startswith("page 1 read by OCR (mean word score 0.9")
+    note = re.fullmatch(
+        r"page 1 read by OCR \(mean word score (?P<score>[01]\.\d\d)\)", text.notes[0]
+    )
+    assert note is not None and float(note["score"]) >= 0.9, text.notes
     assert page.layout is not None and all(isinstance(w, Word) for w in page.layout.words)
     assert all(0.5 <= w.score <= 1 for w in page.layout.words)
     original = {w.text: w for w in read_layouts(invoice.pdf, [1])[1].words}
