@@ -200,7 +200,8 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
     counts: Counter[str] = Counter()
     for line in sheet.lines:
         for cell in line.cells:
-            if sheet.amount(cell.text) is not None or re.search(r"\d", cell.text):
+            # Signs next to amounts only: "8 rue des Lilas" names no currency.
+            if sheet.amount(cell.text) is not None:
                 code = currency_of(cell.text)
                 if code:
                     counts[code] += 1

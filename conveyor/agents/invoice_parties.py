@@ -232,11 +232,12 @@ def vendor_by_evidence(sheet: Sheet, skip: set[int]) -> Party:
             name = segments[0] if segments else text
             if _CONTACT.search(name) or len(name) < 3 or len(name) > 70:
                 continue
-            legal = LEGAL_FORM.search(name)
+            forms = list(LEGAL_FORM.finditer(name))
+            legal = forms[-1] if forms else None
             score = 0.0
             if legal:
                 score += 2.0
-                name = name[: legal.end()].strip()
+                name = name[: legal.end()].strip()  # "Acme Pty Ltd, Level 12": up to its form
             if top:
                 score += 1.0 + (height * 0.3 - line.y0) / (height * 0.3)
             if len(segments) >= 3 or (

@@ -204,6 +204,13 @@ def _fit_score(
     return evidence, int(d is None), int(q < p)
 
 
+def _header_rest(line: Line, head: Line, sheet: Sheet) -> bool:
+    """A line of words just under (or over) a header, with no number: more header."""
+    if line.y0 - head.y1 > 1.5 * head.height:
+        return False
+    return not any(ch.isdigit() for ch in line.text)
+
+
 def _ends(line: Line) -> bool:
     first = fold(line.cells[0].text)
     if TABLE_END.match(first):
@@ -233,6 +240,9 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             continue
         if header is None:
             continue
+        head = sheet.lines[header.line]
+        if not rows and line.page == head.page and _header_rest(line, head, sheet):
+            continue  # the second line of a header ("Price w/o" over "Tax")
         if _ends(line):
             end = i
             if rows:

@@ -32,6 +32,20 @@ from conveyor.documents.types import (
 )
 
 EXTRACTOR = "offline"
+# The fields an invoice is trusted by: an address or a tax id read loosely does not make
+# a document wrong, a wrong total or name does.
+INVOICE_KEYS = (
+    "number",
+    "issue_date",
+    "due_date",
+    "vendor.name",
+    "customer.name",
+    "currency",
+    "subtotal",
+    "tax",
+    "total",
+    "line_items",
+)
 
 _INVOICE_WORDS = re.compile(
     r"\b(invoice|bill|bill to|billed to|subtotal|sub-total|net amount|total|amount due|"
@@ -65,8 +79,9 @@ def extract_offline(text: DocumentText, doc_type: str) -> Extraction:
     model_for(doc_type)  # an unknown type is a ValueError naming the known ones
     notes = list(text.notes)
     data: BaseModel
+    key_fields: list[str] | None = None
     if doc_type == "invoice":
-        data, fields = _read_invoice(text)
+        data, fields, key_fields = _read_invoice(text)
     elif doc_type == "contract":
         data, fields = read_contract(text.text)
     else:
@@ -75,24 +90,39 @@ def extract_offline(text: DocumentText, doc_type: str) -> Extraction:
         notes.append("no text to read: every field is empty")
         fields = dict.fromkeys(fields, 0.0)  # absent for want of text, not found absent
     return make_extraction(
-        doc_type, data, fields=fields, notes=notes, pages=text.page_count, extractor=EXTRACTOR
+        doc_type,
+        data,
+        fields=fields,
+        notes=notes,
+        pages=text.page_count,
+        extractor=EXTRACTOR,
+        key_fields=key_fields,
     )
 
 
-def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float]]:
+def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[str] | None]:
     """The layout reader's invoice, unless the line reader's adds up where it does not.
 
     The line reader (invoice_rules) reads English invoices laid out one block after the
     other; the layout reader (invoice_reader) reads any layout in six languages. Each
-    reading is judged by its cross-checks, then by how much it found."""
+    reading is judged by its cross-checks: the line reader's wins when all of its checks
+    pass and the layout reader missed a key field, or when both read the same number and
+    total and parties (the line reader then also knows the addresses it was made for)."""
     layout, layout_fields = read_invoice_layout(text)
     lines, line_fields = read_invoice(text.text)
-    if not cross_checks("invoice", lines) and (
-        cross_checks("invoice", layout)
-        or (lines.total == layout.total and lines.number == layout.number)
-    ):
-        return lines, line_fields
-    return layout, layout_fields
+    missing = any(check.startswith("no ") for check in cross_checks("invoice", layout))
+    if not cross_checks("invoice", lines) and (missing or _same(lines, layout)):
+        return lines, line_fields, None  # every field of the line reader counts
+    return layout, layout_fields, list(INVOICE_KEYS)
+
+
+def _same(a: Invoice, b: Invoice) -> bool:
+    return (a.number, a.total, a.vendor.name, a.customer.name) == (
+        b.number,
+        b.total,
+        b.vendor.name,
+        b.customer.name,
+    )
 
 
 _KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][\w .#/&()-]{0,40}?)\s*:\s+(?P<value>\S.{0,200})$")

@@ -1,0 +1,296 @@
+"""The layout reader on small invoices drawn here, one per language and layout habit:
+labels beside and above their values, blocks side by side, tables by column, sums that
+must add up. Each is a tiny PDF (reportlab) read the way a worker reads it."""
+
+from __future__ import annotations
+
+import datetime
+import io
+from decimal import Decimal
+
+from reportlab.pdfgen import canvas
+
+from conveyor.agents.invoice_labels import field_label, fold, sum_label
+from conveyor.agents.offline import extract_offline
+from conveyor.agents.values import NumberStyle, cell_amount, currency_of, dates_in
+from conveyor.documents.text import extract_text
+
+Draw = list[tuple[float, float, str] | tuple[float, float, str, float]]
+
+
+def pdf(draw: Draw) -> bytes:
+    """An A4 page with each text at (x, y from the top[, font size])."""
+    out = io.BytesIO()
+    page = canvas.Canvas(out, pagesize=(595, 842))
+    for item in draw:
+        x, y, text = item[0], item[1], item[2]
+        size = item[3] if len(item) > 3 else 9  # type: ignore[misc]
+        page.setFont("Helvetica", size)
+        page.drawString(x, 842 - y, text)
+    page.save()
+    return out.getvalue()
+
+
+def read(draw: Draw) -> dict[str, object]:
+    result = extract_offline(extract_text(pdf(draw)), "invoice")
+    return {"data": result.data, "fields": result.fields, "confidence": result.confidence}
+
+
+US: Draw = [
+    (40, 50, "Northwind Traders Inc.", 14),
+    (40, 66, "500 Commerce Way"),
+    (40, 78, "Seattle, WA 98101"),
+    (420, 50, "INVOICE", 16),
+    (400, 80, "INVOICE #"),
+    (480, 80, "DATE"),
+    (400, 92, "NW-20931"),
+    (480, 92, "March 3, 2024"),
+    (400, 112, "DUE DATE"),
+    (400, 124, "04/02/2024"),
+    (40, 150, "BILL TO"),
+    (260, 150, "SHIP TO"),
+    (40, 162, "Fabrikam Corp."),
+    (260, 162, "Fabrikam Warehouse"),
+    (40, 174, "12 Lake Road"),
+    (260, 174, "99 Dock Street"),
+    (40, 220, "DESCRIPTION"),
+    (300, 220, "QTY"),
+    (380, 220, "UNIT PRICE"),
+    (500, 220, "AMOUNT"),
+    (40, 240, "Consulting hours"),
+    (300, 240, "12"),
+    (380, 240, "$150.00"),
+    (500, 240, "$1,800.00"),
+    (40, 256, "Travel expenses"),
+    (300, 256, "1"),
+    (380, 256, "$245.50"),
+    (500, 256, "$245.50"),
+    (380, 290, "SUBTOTAL"),
+    (500, 290, "$2,045.50"),
+    (380, 304, "SALES TAX 8%"),
+    (500, 304, "$163.64"),
+    (380, 318, "TOTAL"),
+    (500, 318, "$2,209.14"),
+    (380, 332, "PREVIOUS BALANCE"),
+    (500, 332, "$500.00"),
+    (380, 346, "AMOUNT DUE"),
+    (500, 346, "$2,709.14"),
+]
+
+
+def test_a_us_invoice_with_labels_above_values_and_a_previous_balance() -> None:
+    got = read(US)
+    data = got["data"]
+    assert isinstance(data, dict)
+    assert data["number"] == "NW-20931"
+    assert data["issue_date"] == "2024-03-03" and data["due_date"] == "2024-04-02"
+    assert data["vendor"]["name"] == "Northwind Traders Inc."
+    assert data["customer"]["name"] == "Fabrikam Corp."
+    assert data["currency"] == "USD"
+    # The amount due carries an earlier balance: the total is the invoice's own.
+    assert (data["subtotal"], data["tax"], data["total"]) == ("2045.50", "163.64", "2209.14")
+    assert [(i["quantity"], i["unit_price"], i["amount"]) for i in data["line_items"]] == [
+        ("12", "150.00", "1800.00"),
+        ("1", "245.50", "245.50"),
+    ]
+
+
+FR: Draw = [
+    (40, 40, "Atelier Lumière SARL - 8 rue des Lilas - 69003 Lyon", 8),
+    (40, 90, "Facture n° F-2017-118", 14),
+    (40, 120, "Date de facture : 3 juillet 2017"),
+    (40, 134, "Date d'échéance : 2 août 2017"),
+    (330, 120, "Facturé à :"),
+    (330, 134, "Boulangerie Martin"),
+    (330, 146, "4 place du Marché"),
+    (40, 200, "Désignation"),
+    (280, 200, "Quantité"),
+    (360, 200, "Prix unitaire HT"),
+    (480, 200, "Montant HT"),
+    (40, 218, "--- Luminaires ---"),
+    (40, 234, "Lampe de bureau"),
+    (280, 234, "2"),
+    (360, 234, "45,00 €"),
+    (480, 234, "90,00 €"),
+    (40, 250, "Applique murale"),
+    (280, 250, "1"),
+    (360, 250, "1 250,00 €"),
+    (480, 250, "1 250,00 €"),
+    (360, 290, "Total HT"),
+    (480, 290, "1 340,00 €"),
+    (360, 304, "TVA 20 %"),
+    (480, 304, "268,00 €"),
+    (360, 318, "Total TTC"),
+    (480, 318, "1 608,00 €"),
+]
+
+
+def test_a_french_invoice_ht_tva_ttc_and_a_section_row_in_its_table() -> None:
+    data = read(FR)["data"]
+    assert isinstance(data, dict)
+    assert data["number"] == "F-2017-118"
+    assert data["issue_date"] == "2017-07-03" and data["due_date"] == "2017-08-02"
+    assert data["vendor"]["name"] == "Atelier Lumière SARL"
+    assert data["customer"]["name"] == "Boulangerie Martin"
+    assert (data["subtotal"], data["tax"], data["total"]) == ("1340.00", "268.00", "1608.00")
+    # The section row "--- Luminaires ---" does not end the table.
+    assert [i["amount"] for i in data["line_items"]] == ["90.00", "1250.00"]
+    assert data["currency"] == "EUR"
+
+
+NL: Draw = [
+    (40, 50, "Bakkerij De Molen B.V.", 13),
+    (40, 64, "Dorpsstraat 12, 1234 AB Utrecht"),
+    (40, 76, "BTW-nr: NL123456789B01"),
+    (40, 120, "FACTUUR", 15),
+    (40, 150, "Factuurnummer"),
+    (160, 150, "2016-0042"),
+    (40, 164, "Factuurdatum"),
+    (160, 164, "20-10-2015"),
+    (40, 178, "Vervaldatum"),
+    (160, 178, "19-11-2015"),
+    (330, 150, "Klant:"),
+    (330, 164, "Café Het Hoekje"),
+    (40, 220, "Omschrijving"),
+    (300, 220, "Aantal"),
+    (380, 220, "Prijs"),
+    (480, 220, "Bedrag"),
+    (40, 236, "Broden"),
+    (300, 236, "40"),
+    (380, 236, "€ 2,50"),
+    (480, 236, "€ 100,00"),
+    (340, 270, "Totaal excl. BTW"),
+    (480, 270, "€ 100,00"),
+    (340, 284, "BTW 9%"),
+    (480, 284, "€ 9,00"),
+    (340, 298, "Totaal incl. BTW"),
+    (480, 298, "€ 109,00"),
+]
+
+
+def test_a_dutch_invoice_with_day_first_dashes() -> None:
+    data = read(NL)["data"]
+    assert isinstance(data, dict)
+    assert data["number"] == "2016-0042"
+    assert data["issue_date"] == "2015-10-20" and data["due_date"] == "2015-11-19"
+    assert data["vendor"]["name"] == "Bakkerij De Molen B.V."
+    assert data["customer"]["name"] == "Café Het Hoekje"
+    assert (data["subtotal"], data["tax"], data["total"]) == ("100.00", "9.00", "109.00")
+    assert data["line_items"][0]["quantity"] == "40"
+
+
+ES: Draw = [
+    (40, 50, "Ferretería Sol S.L.", 13),
+    (40, 64, "Calle Mayor 5, 28013 Madrid"),
+    (380, 50, "FACTURA", 15),
+    (380, 70, "Factura nº: 2023/77"),
+    (380, 84, "Fecha: 15/03/2023"),
+    (40, 120, "Cliente:"),
+    (40, 132, "Construcciones Vega S.A."),
+    (40, 180, "Descripción"),
+    (300, 180, "Cantidad"),
+    (380, 180, "Precio"),
+    (480, 180, "Importe"),
+    (40, 196, "Tornillos caja 100"),
+    (300, 196, "10"),
+    (380, 196, "4,20"),
+    (480, 196, "42,00"),
+    (360, 230, "Base imponible"),
+    (480, 230, "42,00"),
+    (360, 244, "IVA 21%"),
+    (480, 244, "8,82"),
+    (360, 258, "Total"),
+    (480, 258, "50,82 €"),
+]
+
+IT: Draw = [
+    (40, 50, "Officina Rossi S.r.l.", 13),
+    (40, 64, "Via Roma 10, 20121 Milano"),
+    (40, 100, "Fattura n. 145"),
+    (40, 114, "Data: 12 settembre 2022"),
+    (330, 100, "Cliente"),
+    (330, 114, "Trattoria Da Gino"),
+    (40, 160, "Descrizione"),
+    (300, 160, "Quantità"),
+    (380, 160, "Prezzo"),
+    (480, 160, "Importo"),
+    (40, 176, "Revisione impianto"),
+    (300, 176, "1"),
+    (380, 176, "300,00"),
+    (480, 176, "300,00"),
+    (360, 210, "Imponibile"),
+    (480, 210, "300,00"),
+    (360, 224, "IVA 22%"),
+    (480, 224, "66,00"),
+    (360, 238, "Totale"),
+    (480, 238, "366,00 €"),
+]
+
+
+def test_spanish_and_italian_invoices() -> None:
+    es = read(ES)["data"]
+    assert isinstance(es, dict)
+    assert (es["number"], es["issue_date"]) == ("2023/77", "2023-03-15")
+    assert es["vendor"]["name"] == "Ferretería Sol S.L."
+    assert es["customer"]["name"] == "Construcciones Vega S.A."
+    assert (es["subtotal"], es["tax"], es["total"]) == ("42.00", "8.82", "50.82")
+    it = read(IT)["data"]
+    assert isinstance(it, dict)
+    assert (it["number"], it["issue_date"]) == ("145", "2022-09-12")
+    assert it["customer"]["name"] == "Trattoria Da Gino"
+    assert (it["subtotal"], it["tax"], it["total"]) == ("300.00", "66.00", "366.00")
+
+
+def test_right_invoices_are_trusted_and_a_broken_sum_is_not() -> None:
+    assert read(FR)["confidence"] >= 0.9  # type: ignore[operator]
+    broken = [(x, y, t.replace("1 608,00", "1 708,00"), *rest) for x, y, t, *rest in FR]
+    got = read(broken)  # type: ignore[arg-type]
+    assert got["confidence"] < 0.9  # type: ignore[operator]
+
+
+def test_values_in_many_notations() -> None:
+    comma, dot = NumberStyle(",", "."), NumberStyle(".", ",")
+    assert cell_amount("1.234,56 €", comma) == Decimal("1234.56")
+    assert cell_amount("41,1765 €", comma) == Decimal("41.1765")
+    assert cell_amount("1.163,40", dot) is None  # not a number of a decimal-point document
+    assert cell_amount("19 %", comma) is None and cell_amount("31.01.2014", comma) is None
+    assert cell_amount("1'234.50", NumberStyle(".", "'")) == Decimal("1234.50")
+    assert currency_of("Rs 450.00") == "INR" and currency_of("12 zł") == "PLN"
+    assert currency_of("CHF 12.00") == "CHF" and currency_of("€ 31,00") == "EUR"
+    expected = {
+        "August 3 , 2014": datetime.date(2014, 8, 3),
+        "3 juillet 2017": datetime.date(2017, 7, 3),
+        "21. März 2018": datetime.date(2018, 3, 21),
+        "12 mei 2016": datetime.date(2016, 5, 12),
+        "20-10-2015": datetime.date(2015, 10, 20),
+        "5 febrero 2021": datetime.date(2021, 2, 5),
+    }
+    for text, date in expected.items():
+        assert [t.date for t in dates_in(text)] == [date], text
+
+
+def test_labels_in_six_languages() -> None:
+    kinds = {
+        "Rechnungsnummer:": "number",
+        "Factuurnummer": "number",
+        "N° de facture": "number",
+        "Liefer- und Leistungsdatum:": "-date",
+        "Fälligkeitsdatum:": "due",
+        "Date d'échéance": "due",
+    }
+    for text, kind in kinds.items():
+        found = field_label(text)
+        assert found is not None and found[0] == kind, text
+    sums = {
+        "Totaal bedrag excl. BTW": "net",
+        "Totaal bedrag incl. BTW": "gross",
+        "Total TTC": "gross",
+        "Total HT": "net",
+        "Gesamtbetrag der Zuschläge": "-sum",
+        "Zahlbetrag": "due",
+        "Umsatzsteuer 19%": "tax",
+    }
+    for text, kind in sums.items():
+        found = sum_label(text)
+        assert found is not None and found[0] == kind, text
+    assert fold("Fälligkeit") == "falligkeit" and len(fold("Straße")) == len("Straße")
