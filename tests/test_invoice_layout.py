@@ -294,3 +294,48 @@ def test_labels_in_six_languages() -> None:
         found = sum_label(text)
         assert found is not None and found[0] == kind, text
     assert fold("Fälligkeit") == "falligkeit" and len(fold("Straße")) == len("Straße")
+
+
+NO_HEADINGS: Draw = [
+    (40, 40, "Studio Nord SAS", 12),
+    (40, 54, "27 rue du Port"),
+    (40, 66, "75001 Paris"),
+    (330, 110, "Deco Addict"),
+    (330, 122, "77 Santa Barbara Rd"),
+    (330, 134, "Pleasant Hill CA 94523"),
+    (40, 190, "Invoice INV/2017/0005", 16),
+    (40, 215, "Invoice Date:"),
+    (160, 215, "Due Date:"),
+    (280, 215, "Source:"),
+    (40, 227, "07/03/2017"),
+    (160, 227, "08/02/2017"),
+    (280, 227, "SO012"),
+    (40, 260, "Description"),
+    (300, 260, "Quantity"),
+    (370, 260, "Unit Price"),
+    (440, 260, "Taxes"),
+    (510, 260, "Amount"),
+    (40, 276, "Office chair"),
+    (300, 276, "2.000 Units"),
+    (370, 276, "120.50"),
+    (440, 276, "VAT 20%"),
+    (510, 276, "241.00 €"),
+    (380, 330, "Subtotal"),
+    (510, 330, "241.00 €"),
+    (380, 344, "Taxes"),
+    (510, 344, "48.20 €"),
+    (380, 358, "Total"),
+    (510, 358, "289.20 €"),
+    (40, 780, "Studio Nord SAS - 27 rue du Port - 75001 Paris - VAT FR12345678901", 7),
+]
+
+
+def test_parties_without_headings_and_a_row_of_labels_over_values() -> None:
+    data = read(NO_HEADINGS)["data"]
+    assert isinstance(data, dict)
+    assert data["number"] == "INV/2017/0005"
+    assert (data["issue_date"], data["due_date"]) == ("2017-07-03", "2017-08-02")
+    assert data["vendor"]["name"] == "Studio Nord SAS"  # letterhead and footer agree
+    assert data["customer"]["name"] == "Deco Addict"  # the address block, no heading
+    assert data["line_items"][0]["quantity"] == "2.000"
+    assert (data["subtotal"], data["tax"], data["total"]) == ("241.00", "48.20", "289.20")

@@ -214,6 +214,7 @@ SUM_LABELS: dict[str, list[str]] = {
 # The seller's and the buyer's blocks, by their headings.
 PARTY_HEADINGS: dict[str, list[str]] = {
     "seller": [
+        r"(?:vendor|supplier|seller|company)\s*name",
         r"verkaufer",
         r"lieferant",
         r"rechnungssteller",
@@ -236,6 +237,12 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"cedente",
     ],
     "buyer": [
+        r"(?:customer|client|buyer)\s*name",
+        r"kunden\s*-?\s*name",
+        r"nom\s*du\s*client",
+        r"naam\s*(?:van\s*de\s*)?klant",
+        r"nombre\s*del\s*cliente",
+        r"nome\s*(?:del\s*)?cliente",
         r"bill(?:ed)?\s*to",
         r"invoice(?:d)?\s*to",
         r"sold\s*to",

@@ -37,7 +37,12 @@ _LABELLED = re.compile(r"^[^\d:]{2,40}:")
 # A sender line's parts: "Name GmbH • Street 1 • 12345 Town" (bullets, bars, dashes).
 _SEPARATORS = re.compile(r"\s+(?:[\u2022\u00b7|\u2013\u2014]|-)\s+|\s*[\u2022\u00b7|]\s*")
 _ADDRESS = re.compile(r"\d")
-_POSTCODE = re.compile(r"\b(?:[A-Z]{1,2}[- ]?)?\d{4,5}\s+[^\W\d_]{2,}")
+# A postal address line: "60486 Frankfurt", "1234 AB Utrecht", "Seattle, WA 98101",
+# "Leeds LS2 7AB", "DE 12345 Musterstadt".
+_POSTCODE = re.compile(
+    r"\b(?:[A-Z]{1,2}[- ]?)?\d{4,5}\s+[^\W\d_]{2,}|\b\d{4}\s?[A-Z]{2}\b|"
+    r"\b[A-Z]{2}\s+\d{5}(?:-\d{4})?\b|\b[A-Z]{1,2}\d[A-Z\d]?\s+\d[A-Z]{2}\b"
+)
 _CONTACT = re.compile(r"@|www\.|https?:|\btel\b|\bfax\b|\bphone\b|\btelefon\b|\+\d", re.IGNORECASE)
 
 
@@ -300,18 +305,22 @@ def buyer_by_address(sheet: Sheet, vendor: str | None) -> Party:
     for i, line in enumerate(sheet.lines[:-2]):
         if line.page != first_page or line.y0 > height * 0.45:
             break
-        cell = line.cells[0]
-        text = cell.text.strip()
-        if seller in fold(text) or _LABELLED.match(text) or _CONTACT.search(text):
-            continue
-        if TITLE.match(fold(text)) or field_label(text) or _ADDRESS.search(text[:1]):
-            continue
-        if SALUTATION.match(fold(text)):
-            continue
-        below = [sheet.lines[j].cells[0] for j in range(i + 1, min(i + 4, len(sheet.lines)))]
-        near = [c for c in below if abs(c.x0 - cell.x0) < 8]
-        if any(_POSTCODE.search(c.text) for c in near) and near:
-            return Party(text, WEAK)
+        for cell in line.cells:
+            text = cell.text.strip()
+            if seller in fold(text) or _LABELLED.match(text) or _CONTACT.search(text):
+                continue
+            if TITLE.match(fold(text)) or field_label(text) or sum_label(text):
+                continue
+            if _ADDRESS.search(text[:1]) or SALUTATION.match(fold(text)) or party_heading(text):
+                continue
+            below = [
+                c
+                for j in range(i + 1, min(i + 4, len(sheet.lines)))
+                for c in sheet.lines[j].cells
+                if abs(c.x0 - cell.x0) < 8
+            ]
+            if any(_POSTCODE.search(c.text) for c in below):
+                return Party(text, WEAK)
     return Party()
 
 
