@@ -277,6 +277,11 @@ def test_the_printed_page_confirms_the_xml_or_lowers_its_confidence(tmp_path: Pa
     assert "the printed page does not show the XML's total 119.00" in bad.checks
     assert bad.confidence < 0.9 and bad.fields["total"] < 0.9
 
+    invalid = tmp_path / "invalid.pdf"
+    invalid.write_bytes(e_invoice_pdf("RE-2024-0042", "119,00", cii().replace(b">EUR<", b">?<")))
+    assert invoice_xml(invalid) is not None
+    assert from_pdf(invalid, extract_text(invalid)) is None, "its page is read instead"
+
 
 async def _finished(app: App, ids: list[int]) -> bool:
     done = {TaskStatus.COMPLETED, TaskStatus.FAILED}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from conveyor.documents.text import DocumentText
 from conveyor.documents.types import Extraction, document_confidence
-from conveyor.einvoice import EInvoice, invoice_xml, read_xml
+from conveyor.einvoice import EInvoice, NotAnInvoice, invoice_xml, read_xml
 
 EXTRACTOR = "e-invoice"
 READ = 0.99  # a value read from the XML and, where checked, printed on the page
@@ -35,7 +35,10 @@ def from_pdf(path: Path, text: DocumentText) -> Extraction | None:
     attached = invoice_xml(path)
     if attached is None:
         return None
-    einvoice = read_xml(attached.data)
+    try:
+        einvoice = read_xml(attached.data)
+    except NotAnInvoice:
+        return None  # an e-invoice with values that are not valid: the page is read instead
     return _extraction(
         einvoice,
         text,
