@@ -18,6 +18,7 @@ from typing import Any
 
 from psycopg.rows import DictRow
 
+from conveyor import policy
 from conveyor.db.pool import Connection
 from conveyor.errors import InvalidTask, InvalidTransition, TaskNotFound, UnknownAgent
 from conveyor.sql import queue as Q
@@ -67,7 +68,7 @@ class ClaimedTask:
     @property
     def charged_attempts(self) -> int:
         """Attempts that spent a retry, this one included."""
-        return self.attempt - self.free_attempts
+        return policy.charged_attempts(self.attempt, self.free_attempts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,6 @@ import json
 import logging
 import math
 import os
-import random
 import socket
 import time
 import traceback
@@ -47,6 +46,7 @@ from conveyor.external import Dispatcher, Job, attempt_secret
 from conveyor.listener import Listener
 from conveyor.llm.pricing import Pricer, parse_prices
 from conveyor.log import fields
+from conveyor.policy import backoff
 from conveyor.queue import ClaimedTask, Outcome
 from conveyor.sweeper import Pruner, Sweeper
 from conveyor.task import Task
@@ -842,13 +842,6 @@ class _Run:
 LOOP_RESTART_DELAY = 1.0  # seconds before a failed loop runs again (not a busy loop)
 RELEASED = "handed back by a worker shutting down"
 STOPPED = "the agent was stopped: the task was cancelled or its lease lost"
-
-
-def backoff(failures: int, base: float, cap: float) -> float:
-    """Seconds before retry number `failures`: exponential, with jitter so that tasks that
-    failed together (an endpoint outage) do not all come back at the same instant."""
-    ceiling = min(cap, base * 2.0 ** max(0, failures - 1))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
 class _NotJson(Exception):

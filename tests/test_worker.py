@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from conveyor import App, PermanentFailure, Task, TaskStatus, Throttled, queue
+from conveyor.policy import backoff
 from conveyor.settings import Settings
-from conveyor.worker import Worker, backoff, claim_sizes
+from conveyor.worker import Worker, claim_sizes
 from tests.conftest import wait_for
 
 
@@ -447,3 +448,17 @@ async def test_what_a_429_taught_is_kept_when_recording_it_fails(
     assert row["throttle_factor"] == 0.5 and row["throttled_at"] is not None
     assert row["throttled_at"] <= row["retried"], "recorded before the agent claimed again"
     await app.aclose()
+
+
+def test_the_web_app_takes_the_retry_policy_without_the_worker() -> None:
+    """The callback route computes a retry's delay as a worker does, from conveyor.policy:
+    serving the web app must not load the worker daemon."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, conveyor.web.app, conveyor.web.callbacks;"
+        "print(sorted(m for m in sys.modules if m in ('conveyor.worker', 'conveyor.policy')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['conveyor.policy']"

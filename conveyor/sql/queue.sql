@@ -275,6 +275,7 @@ WITH outcome AS MATERIALIZED (
                WHEN o.outcome = 'succeeded' THEN 'completed'
                WHEN o.outcome IN ('throttled', 'released') THEN 'enqueued'
                WHEN o.outcome = 'cancelled' THEN 'cancelled'
+               -- The retry rule (conveyor/policy.py); the delay is the caller's.
                WHEN o.retry_delay IS NOT NULL
                     AND t.attempts - t.free_attempts < t.max_attempts THEN 'enqueued'
                ELSE 'failed'
@@ -368,7 +369,8 @@ RETURNING t.id;
 -- to the queue, or fails when it has no retries left. The UPDATE repeats the predicate:
 -- the rows are locked by then, but the statement must not trust what an earlier snapshot read.
 WITH expired AS MATERIALIZED (
-    SELECT id
+    -- The retry rule (conveyor/policy.py), read from the row as locked.
+    SELECT id, attempts - free_attempts < max_attempts AS retry_left
     FROM tasks
     WHERE status = 'processing'
       AND (lease_expires_at < now()
@@ -378,13 +380,11 @@ WITH expired AS MATERIALIZED (
     FOR UPDATE SKIP LOCKED
 ), swept AS (
     UPDATE tasks t
-    SET status = CASE WHEN t.attempts - t.free_attempts < t.max_attempts
-                      THEN 'enqueued' ELSE 'failed' END,
+    SET status = CASE WHEN x.retry_left THEN 'enqueued' ELSE 'failed' END,
         error = 'attempt ' || t.attempts || ' lost: worker ' || coalesce(t.locked_by, '?')
                 || ' stopped renewing its lease',
         run_after = now(),
-        finished_at = CASE WHEN t.attempts - t.free_attempts < t.max_attempts
-                           THEN NULL ELSE clock_timestamp() END,
+        finished_at = CASE WHEN x.retry_left THEN NULL ELSE clock_timestamp() END,
         lease_expires_at = NULL,
         locked_by = NULL
     FROM expired x

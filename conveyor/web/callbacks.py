@@ -20,14 +20,13 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from conveyor import queue
+from conveyor import policy, queue
 from conveyor.app import App
 from conveyor.external import SIGNATURE_HEADER, TIMESTAMP_HEADER, attempt_secret, verify
 from conveyor.llm.pricing import Pricer, parse_prices
 from conveyor.queue import Outcome
 from conveyor.web.errors import ApiError, parse_id
 from conveyor.web.models import Text, storable_json
-from conveyor.worker import backoff
 
 Tokens = Annotated[int, Field(ge=0, le=2**31 - 1)]
 
@@ -194,7 +193,8 @@ def _outcome(app: App, row: Any, body: CallbackBody, cost_usd: float | None) -> 
     if body.status == "failed" and body.retry:
         spec = app.agents.get(row["agent"])
         base, cap = (spec.backoff_base, spec.backoff_max) if spec else (1.0, 300.0)
-        retry_delay = backoff(row["attempt"] - row["free_attempts"], base, cap)
+        charged = policy.charged_attempts(row["attempt"], row["free_attempts"])
+        retry_delay = policy.backoff(charged, base, cap)
     return Outcome(
         task_id=row["task_id"],
         attempt=row["attempt"],
