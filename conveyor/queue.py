@@ -599,7 +599,22 @@ def storable(outcome: Outcome) -> Outcome:
 
 
 def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
-    outcomes = [storable(o) for o in outcomes]
+    arrays = _arrays(outcomes)
+    if _may_hold_nul(arrays):  # rare: only then is each outcome looked at
+        arrays = _arrays([storable(o) for o in outcomes])
+    return arrays
+
+
+def _may_hold_nul(arrays: dict[str, list[Any]]) -> bool:
+    """Whether any text of the batch may hold what storable() changes: one scan in C of
+    each column joined, instead of a check per outcome on the hot path (a false alarm
+    only costs the exact check)."""
+    text = "".join(filter(None, arrays["errors"] + arrays["models"] + arrays["trace_ids"]))
+    results = "".join(filter(None, arrays["results"]))
+    return "\x00" in text or "\x00" in results or "\\u0000" in results
+
+
+def _arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
     return {
         "task_ids": [o.task_id for o in outcomes],
         "attempts": [o.attempt for o in outcomes],
