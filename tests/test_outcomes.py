@@ -42,6 +42,10 @@ async def app(settings: Settings) -> AsyncIterator[App]:
     async def nul_error(task: Task) -> None:
         raise ValueError("page 3 reads 'x\x00y'")
 
+    @app.agent("lookalike")
+    async def lookalike(task: Task) -> dict[str, str]:
+        return {"text": "a backslash, then u0000: \\u0000"}  # no NUL at all
+
     @app.agent("huge_usage")
     async def huge_usage(task: Task) -> str:
         task.report_usage(model="big", input_tokens=2**40)  # past the int column
@@ -68,10 +72,12 @@ async def _ended(app: App, ids: list[int]) -> bool:
 async def test_a_nul_in_a_result_or_an_error_fails_only_its_own_attempt(app: App) -> None:
     bad_results = [await app.enqueue_async("nul_result", {}) for _ in range(2)]
     bad_error = await app.enqueue_async("nul_error", {})
+    lookalike = await app.enqueue_async("lookalike", {})
     good = [await app.enqueue_async("double", {"n": n}) for n in range(6)]
     async with Running(Worker(app, concurrency=4)) as worker:
         await wait_for(
-            lambda: _ended(app, [*bad_results, bad_error, *good]), what="every task ended"
+            lambda: _ended(app, [*bad_results, bad_error, lookalike, *good]),
+            what="every task ended",
         )
         # The worker is still whole: it claims and completes what comes next.
         later = await app.enqueue_async("double", {"n": 21})
@@ -85,6 +91,9 @@ async def test_a_nul_in_a_result_or_an_error_fails_only_its_own_attempt(app: App
     assert failed.status == TaskStatus.FAILED
     assert [a.status for a in failed.attempt_history] == ["failed", "failed"], "retried"
     assert "page 3 reads 'x\\x00y'" in (failed.error or ""), "the message kept, NUL shown"
+    assert (await app.get_task_async(lookalike)).result == {
+        "text": "a backslash, then u0000: \\u0000"
+    }, "text that only looks like a NUL escape is stored as it is"
     for n, task_id in enumerate(good):
         assert (await app.get_task_async(task_id)).result == {"value": 2 * n}
     assert (await app.get_task_async(later)).result == {"value": 42}
