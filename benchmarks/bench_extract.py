@@ -3,12 +3,14 @@
     python benchmarks/bench_extract.py [--quick] [--invoices N] [--contracts N]
                                        [--extractors offline] [--json results.json]
     python benchmarks/bench_extract.py --report results.json   # the tables again
+    python benchmarks/bench_extract.py --realdocs ../shared/realdocs   # + real invoices
 
 Measured in one run, in one process pinned to one core (os.sched_setaffinity):
 
 1. generation: milliseconds per sample PDF (conveyor.testing.samples);
 2. text extraction (conveyor.documents.text): pages/s over every generated PDF, for
    invoices, for contracts and for one 200-page contract, the median of 3 passes;
+   and text with word positions (DocumentText.layouts(), what the invoice reader uses);
 3. for each extractor: field-level precision, recall and accuracy per document type;
    the accuracy of the invoice fields that have a target (number, dates, totals);
    confidence calibration: how many documents with every field right score >= 0.9, how
@@ -231,6 +233,19 @@ def text_speed(pdfs: list[bytes], repeats: int = 3) -> tuple[float, float]:
     return statistics.median(cpu_rates), statistics.median(wall_rates)
 
 
+def layout_speed(pdfs: list[bytes], repeats: int = 3) -> tuple[float, float]:
+    """Pages per second of extract_text and then every page's words with their boxes."""
+    pages = sum(len(extract_text(pdf).layouts()) for pdf in pdfs)
+    cpu_rates, wall_rates = [], []
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), time.process_time()
+        for pdf in pdfs:
+            extract_text(pdf).layouts()
+        cpu_rates.append(pages / (time.process_time() - cpu))
+        wall_rates.append(pages / (time.perf_counter() - wall))
+    return statistics.median(cpu_rates), statistics.median(wall_rates)
+
+
 async def run_extractor(
     extractor: Extractor, samples: list[Sample], texts: list[DocumentText]
 ) -> ExtractorResult:
@@ -312,6 +327,10 @@ def report(results: dict[str, Any]) -> list[str]:
         cpu, wall = speed[f"{key}_pages_per_s"]
         met = "yes" if cpu >= 500 else "**no**"
         lines.append(f"| {label} | {cpu:,.0f} | {wall:,.0f} | ≥ 500 | {met} |")
+    if "invoice_layout_pages_per_s" in speed:
+        cpu, wall = speed["invoice_layout_pages_per_s"]
+        label = "text and word boxes, invoices (pages/s)"
+        lines.append(f"| {label} | {cpu:,.0f} | {wall:,.0f} | - | - |")
     lines += [
         "",
         f"Sample generation: {speed['generation_ms']:.1f} ms per document (wall). "
@@ -434,6 +453,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     contracts = [s.pdf for s in samples if s.kind == "contract"]
     long_contract = make_contract(9999, pages=LONG_CONTRACT_PAGES).pdf
     invoice_rate = text_speed(invoices)
+    invoice_layout_rate = layout_speed(invoices)
     contract_rate = text_speed(contracts)
     long_rate = text_speed([long_contract])
     texts = [extract_text(s.pdf, name=s.name) for s in samples]
@@ -448,6 +468,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "speed": {
             "generation_ms": generation_s * 1000,
             "invoice_pages_per_s": invoice_rate,
+            "invoice_layout_pages_per_s": invoice_layout_rate,
             "contract_pages_per_s": contract_rate,
             "long_contract_pages_per_s": long_rate,
             "invoice_chars_per_page": chars_per_page("invoice"),
@@ -461,6 +482,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"unknown extractor {name!r}; known: {', '.join(EXTRACTORS)}")
         outcome = await run_extractor(EXTRACTORS[name](args), samples, texts)
         results["extractors"][name] = asdict(outcome)
+    if args.realdocs:
+        from realdocs import report as realdocs_report
+        from realdocs import run as realdocs_run
+
+        results["realdocs"] = {
+            path: realdocs_report(realdocs_run(Path(args.realdocs), path), path)
+            for path in ("text-only", "as-is")
+        }
     results["machine"]["load average at end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return results
 
@@ -475,6 +504,9 @@ def main() -> int:
     )
     parser.add_argument("--json", help="write every number here")
     parser.add_argument("--report", help="print the tables of a --json file, no measuring")
+    parser.add_argument(
+        "--realdocs", help="also the invoice agent on real invoices (../shared/realdocs)"
+    )
     from extract_llm import add_arguments  # --llm-error-rate, --llm-model, ...
 
     add_arguments(parser)
@@ -488,6 +520,8 @@ def main() -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     print("\n".join(report(results)))
+    for lines in results.get("realdocs", {}).values():
+        print("\n" + "\n".join(lines))
     return 0
 
 

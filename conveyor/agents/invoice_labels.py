@@ -46,7 +46,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"(?:numero|n\.)\s*(?:della\s+)?fattura",
         r"fattura\s*(?:n°|nº|n\.|no|numero|num)\.?",
     ],
-    "weak_number": [r"(?:nr|no|nummer|number|numero|n°|nº|#)\.?"],
+    "weak_number": [r"(?:nr|no|nummer|number|numero|n°|nº)\.?"],
     "issue": [
         r"invoice\s*date",
         r"date\s*of\s*(?:issue|invoice)",

@@ -180,7 +180,7 @@ def _address_after(cells: list[tuple[int, Cell]], j: int) -> str | None:
         if jj <= j:
             continue
         text = cell.text.strip()
-        if _CONTACT.search(text) or TAX_ID.search(fold(text)):
+        if _CONTACT.search(text) or TAX_ID.search(fold(text)) or field_label(text):
             break
         if _LABELLED.match(text):
             label_end = text.index(":")
@@ -213,7 +213,7 @@ def _segments(text: str) -> list[str]:
     return [s.strip(" ,;") for s in _SEPARATORS.split(text) if s.strip(" ,;")]
 
 
-def vendor_by_evidence(sheet: Sheet, skip: set[int]) -> Party:
+def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
     """The seller when no heading names it: a legal form where a letterhead, a sender
     line or a footer is, the more so when the name comes back elsewhere on the pages."""
     if not sheet.lines:
@@ -223,7 +223,7 @@ def vendor_by_evidence(sheet: Sheet, skip: set[int]) -> Party:
     every = " ".join(fold(line.text) for line in sheet.lines)
     best: tuple[float, str] | None = None
     for i, line in enumerate(sheet.lines):
-        if line.page != first_page or i in skip:
+        if line.page != first_page:
             continue
         top = line.y0 < height * 0.3
         foot = line.y0 > height * 0.82
@@ -231,6 +231,8 @@ def vendor_by_evidence(sheet: Sheet, skip: set[int]) -> Party:
             continue
         for c, cell in enumerate(line.cells[:3]):
             text = cell.text.strip()
+            if cell in skip:
+                continue
             if TITLE.match(fold(text)) or field_label(text) or _LABELLED.match(text):
                 continue
             segments = _segments(text)
@@ -345,12 +347,11 @@ def parties(sheet: Sheet) -> tuple[Party, Party]:
     buyer = next((b for b in blocks if b.kind == "buyer"), None)
     vendor = _from_block(sheet, seller) if seller else Party()
     customer = _from_block(sheet, buyer) if buyer else Party()
-    skip = set()
-    if buyer:
-        skip = {j for j, _ in _block_lines(sheet, buyer)} | {buyer.line}
-    for other in blocks:
-        if other.kind == "other":
-            skip |= {j for j, _ in _block_lines(sheet, other)} | {other.line}
+    # The buyer's and the delivery blocks' cells are nobody's letterhead.
+    skip: set[Cell] = set()
+    for block in blocks:
+        if block.kind in ("buyer", "other"):
+            skip |= {cell for _, cell in _block_lines(sheet, block)} | {block.cell}
     if vendor.name is None:
         vendor = vendor_by_evidence(sheet, skip)
     if customer.name is None:
