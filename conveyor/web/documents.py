@@ -128,7 +128,7 @@ def router(app: App) -> APIRouter:
         "/api/documents",
         status_code=201,
         response_model=list[UploadOut],
-        responses={code: {"model": ErrorOut} for code in (409, 413, 415)},
+        responses={code: {"model": ErrorOut} for code in (409, 413, 415, 503, 507)},
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -147,6 +147,9 @@ def router(app: App) -> APIRouter:
         they made the first time (`duplicate`), unless `rerun` is true; then
         `idempotency_key` makes retrying the re-run safe (`<key>:<i>` for the i-th file,
         from 0, when there are several).
+
+        A documents folder that is full answers 507 `storage_full`, one that cannot be
+        written (read-only, permissions) 503 `storage_unavailable`; nothing is kept.
         """
         nonlocal swept
         if not swept:  # at the first upload, not in create_app: no disk work at import
