@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,20 @@ def full_store(settings: Settings) -> Iterator[DocumentStore]:
         yield DocumentStore(root)
 
 
+STALE = "tmp/upload-stale"
+
+
 @pytest.fixture
 def read_only_store(settings: Settings) -> Iterator[DocumentStore]:
+    """A read-only mount that holds the temp file of an upload that died two days ago
+    (the first upload's sweep cannot remove it)."""
     root = settings.home / "documents"
-    for _ in _mount(root, "ro,size=1m"):
+    for _ in _mount(root, "size=1m"):
+        stale = root / STALE
+        stale.parent.mkdir()
+        stale.write_bytes(b"partial")
+        os.utime(stale, (time.time() - 2 * 86400,) * 2)
+        subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
         yield DocumentStore(root)
 
 
@@ -102,7 +113,7 @@ async def test_a_read_only_documents_folder_is_a_503_and_keeps_nothing(
         error = error_of(response)
         assert error["code"] == "storage_unavailable"
         assert "read-only" in error["message"] and str(read_only_store.root) in error["message"]
-        assert files_under(read_only_store.root) == []
+        assert files_under(read_only_store.root) == [read_only_store.root / STALE]
         assert await document_rows(conn) == (0, 0)
 
 

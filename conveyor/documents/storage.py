@@ -103,17 +103,19 @@ class DocumentStore:
         writes to its file all the time, so an old one is nobody's)."""
         removed = 0
         cutoff = time.time() - older_than
+        # A sweep, not a request's own work: a folder that cannot be read or written
+        # (gone, read-only) skips it, and the upload itself says what is wrong.
         try:
             entries = list(os.scandir(self.temp))
-        except FileNotFoundError:
+        except OSError:
             return 0
         for entry in entries:
             try:
                 if entry.is_file() and entry.stat().st_mtime < cutoff:
                     os.unlink(entry.path)
                     removed += 1
-            except FileNotFoundError:
-                pass
+            except OSError:
+                continue
         return removed
 
 
