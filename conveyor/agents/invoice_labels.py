@@ -439,26 +439,31 @@ def _longest(
     return best
 
 
+@lru_cache(maxsize=65536)
 def field_label(text: str) -> tuple[str, int] | None:
     """(kind, end) when `text` starts with a field label: number, issue, due, date..."""
     return _longest(_FIELDS, text)
 
 
+@lru_cache(maxsize=65536)
 def sum_label(text: str) -> tuple[str, int] | None:
     """(kind, end) when `text` starts with a label of a sum: net, tax, gross, due..."""
     return _longest(_SUMS, text)
 
 
+@lru_cache(maxsize=65536)
 def party_heading(text: str) -> tuple[str, int] | None:
     """(seller | buyer | other, end) when `text` starts with a party block's heading."""
     return _longest(_PARTIES, text)
 
 
+@lru_cache(maxsize=65536)
 def name_label(text: str) -> int | None:
     match = _NAME.match(fold(text))
     return match.end() if match else None
 
 
+@lru_cache(maxsize=65536)
 def column_kind(text: str) -> str | None:
     """The item-table column a header word or cell names, or None."""
     found = _longest(_COLUMNS, text)
