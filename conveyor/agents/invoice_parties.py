@@ -73,6 +73,9 @@ def headings(sheet: Sheet) -> list[Block]:
             rest = cell.text[end:].strip()
             if rest.startswith(":") or not rest or rest.startswith("/"):
                 found.append(Block(kind, i, cell, rest.lstrip(":/ ").strip()))
+            elif party_heading(rest):
+                # Two headings close together ("Bill to  Ship to"): the first one's block.
+                found.append(Block(kind, i, cell, ""))
     return found
 
 

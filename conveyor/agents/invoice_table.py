@@ -17,6 +17,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from conveyor.agents.invoice_labels import TABLE_END, column_kind, fold, sum_label
 from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.values import currency_of
 from conveyor.documents.layout import Cell, Line
 from conveyor.documents.types import LineItem
 
@@ -95,15 +96,15 @@ def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]
         text = cell.text.strip()
         if _PERCENT.match(text):
             continue
+        match = _QTY.match(text)
+        if match and match.group("unit") and currency_of(f"1 {match.group('unit')}") is None:
+            number = sheet.amount(match.group("n"))
+            if isinstance(number, Decimal):
+                out.append((number, cell, True))  # "10 Stk", "10.000 kWh": a quantity
+                continue
         value = sheet.amount(text)
         if isinstance(value, Decimal):
             out.append((value, cell, False))
-            continue
-        match = _QTY.match(text)
-        if match and match.group("unit"):
-            number = sheet.amount(match.group("n"))
-            if isinstance(number, Decimal):
-                out.append((number, cell, True))
     return out
 
 
@@ -225,6 +226,7 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
     header: Header | None = None
     end: int | None = None
     last: Row | None = None
+    last_bottom = 0.0
     for i, line in enumerate(sheet.lines):
         found = find_header(line)
         if found is not None:
@@ -249,7 +251,7 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
                 break
             header = None
             continue
-        if last is not None and not last.complete:
+        if last is not None and not last.complete and line.y0 - last_bottom < 2.5 * line.height:
             amount = _trailing_amount(line, header, sheet)
             if amount is not None:
                 _complete(last, amount)
@@ -260,7 +262,7 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
         row = read_row(line, header, sheet)
         if row is not None:
             rows.append(row)
-            last = row
+            last, last_bottom = row, line.y1
             continue
         if last is not None and _continues(line, header, last):
             last.description.append(line.text)
@@ -274,17 +276,15 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
 
 
 def _trailing_amount(line: Line, header: Header, sheet: Sheet) -> Decimal | None:
-    """The amount a line prints in the amount column, alone or after codes (a GTIN)."""
+    """The amount a line just under a row prints in the amount column, alone or after a
+    code or a base quantity ("4123456000014 | 52,00", "/V2A | Basismenge: 1 Stk | 850,00")."""
     last = line.cells[-1]
     value = sheet.amount(last.text)
     x = header.x_of("amount")
     if not isinstance(value, Decimal) or (x is not None and last.x1 < x - 10):
         return None
-    if len(line.cells) > 1 and any(
-        not isinstance(sheet.amount(c.text), Decimal) and re.search(r"[a-z]{3}", fold(c.text))
-        for c in line.cells[:-1]
-    ):
-        return None  # words beside it: a line of its own, not the rest of a row
+    if len(line.cells) > 3:
+        return None  # a row of its own, not the rest of the one above
     return value
 
 
