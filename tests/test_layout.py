@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.documents.layout import PageLayout, Word, lines_of, text_layout
-from conveyor.documents.text import extract_text
+from conveyor.documents.text import DocumentText, PageText, extract_text
 
 
 def _pdf(draw: list[tuple[float, float, str]]) -> bytes:
@@ -55,3 +56,25 @@ def test_words_of_different_sizes_on_one_baseline_are_one_line() -> None:
     lines = lines_of(PageLayout(1, 595, 842, words))
     assert [line.text for line in lines] == ["INVOICE No. 42", "below"]
     assert [c.text for c in lines[0].cells] == ["INVOICE", "No. 42"]
+
+
+def test_layouts_are_read_once_and_fall_back_to_the_text(tmp_path: Path) -> None:
+    path = tmp_path / "invoice.pdf"
+    path.write_bytes(_pdf([(72, 100, "Invoice 17")]))
+    text = extract_text(path)
+    first = text.layouts()
+    assert [w.text for w in first[0].words] == ["Invoice", "17"]
+    assert text.layouts() is first  # read once
+    # The file gone before its words were asked for: the text is laid out instead.
+    again = extract_text(path)
+    path.unlink()
+    (layout,) = again.layouts()
+    assert [w.text for w in layout.words] == ["Invoice", "17"] and layout.width > 0
+
+
+def test_a_page_made_without_a_pdf_keeps_the_layout_it_was_given() -> None:
+    words = (Word("Total", 300, 500, 330, 510, 1, 0.8), Word("9,50", 400, 500, 420, 510, 1, 0.9))
+    given = PageLayout(1, 595, 842, words)
+    text = DocumentText(pages=[PageText(1, "Total 9,50", True, 10, layout=given)])
+    assert text.layouts() == [given]
+    assert [c.text for c in lines_of(given)[0].cells] == ["Total", "9,50"]

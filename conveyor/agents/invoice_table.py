@@ -23,7 +23,9 @@ from conveyor.documents.types import LineItem
 
 SURE = 0.97
 LIKELY = 0.93
+FAIR = 0.85
 WEAK = 0.75
+LONG_DESCRIPTION = 4  # lines: a name and a few lines of detail
 CENT = Decimal("0.01")
 # A quantity with its unit: "10 Stk", "2 Tag(e)", "250 m²", "6,5 Stk", "1 Stk 0 % VAT".
 _QTY = re.compile(r"^(?P<n>\d+(?:[.,]\d+)*)(?:\s*(?P<unit>[^\W\d_][^\s\d]{0,10}))(?:\s|$)")
@@ -271,7 +273,12 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
     for row in rows:
         description = " ".join(" ".join(row.description).split()) or None
         items.append(row.item.model_copy(update={"description": description}))
-        confidences.append(row.confidence if row.item.amount is not None else WEAK)
+        confidence = row.confidence if row.item.amount is not None else WEAK
+        if len(row.description) > LONG_DESCRIPTION:
+            # Where a long text under a row stops being its description, and whether its
+            # words were split across lines, the layout cannot say for sure.
+            confidence = min(confidence, FAIR)
+        confidences.append(confidence)
     return items, (min(confidences) if confidences else 0.0), end
 
 
