@@ -22,7 +22,9 @@ def _fold_char(char: str) -> str:
 @lru_cache(maxsize=65536)
 def fold(text: str) -> str:
     """Lower case without accents, character for character (same length as `text`)."""
-    return "".join(_fold_char(c) for c in text)
+    if text.isascii():
+        return text.lower()
+    return "".join(c.lower() if c.isascii() else _fold_char(c) for c in text)
 
 
 _END = r"(?![a-z])"  # a label ends where its word does: "ust" is not "ustensile"

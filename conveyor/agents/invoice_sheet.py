@@ -16,6 +16,9 @@ from conveyor.documents.text import DocumentText
 
 # How far below a label its value may be, in line heights, and how far to the side.
 BELOW_LINES = 2.6
+# Pages read for their layout: an invoice says what it is within these; a 2,000-page
+# upload is not worth 2,000 pages of word boxes.
+MAX_PAGES = 30
 SIDE_SLACK = 24.0
 
 
@@ -38,9 +41,9 @@ class Sheet:
 
     @classmethod
     def of(cls, text: DocumentText) -> Sheet:
-        pages = text.layouts()
+        pages = text.layouts(MAX_PAGES)
         lines = [line for page in pages for line in lines_of(page)]
-        styles = number_styles(text.text)
+        styles = number_styles("\n".join(p.text for p in text.pages[:MAX_PAGES]))
         return cls(lines, pages, styles[0], styles)
 
     def page_height(self, number: int) -> float:

@@ -152,10 +152,14 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     return result
 
 
+MAX_CANDIDATES = 12  # per kind: the combinations tried grow as the cube of it
+
+
 def _unique(amounts: list[Amount]) -> list[Amount]:
-    """One candidate per value: the best-weighted (first on ties)."""
+    """One candidate per value: the best-weighted (first on ties); the strongest few."""
     best: dict[Decimal, Amount] = {}
     for amount in amounts:
         if amount.value not in best or amount.weight > best[amount.value].weight:
             best[amount.value] = amount
-    return list(best.values())
+    ranked = sorted(best.values(), key=lambda a: (-a.weight, a.line))
+    return ranked[:MAX_CANDIDATES]

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from conveyor.agents.contract_rules import read_contract
 from conveyor.agents.invoice_reader import read_invoice_layout
 from conveyor.agents.invoice_rules import read_invoice
+from conveyor.agents.invoice_sheet import MAX_PAGES
 from conveyor.documents.text import DocumentText
 from conveyor.documents.types import (
     Extraction,
@@ -109,7 +110,8 @@ def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
     pass and the layout reader missed a key field, or when both read the same number and
     total and parties (the line reader then also knows the addresses it was made for)."""
     layout, layout_fields = read_invoice_layout(text)
-    lines, line_fields = read_invoice(text.text)
+    head = "\n\n".join(page.text for page in text.pages[:MAX_PAGES])
+    lines, line_fields = read_invoice(head)
     missing = any(check.startswith("no ") for check in cross_checks("invoice", layout))
     if not cross_checks("invoice", lines) and (missing or _same(lines, layout)):
         return lines, line_fields, None  # every field of the line reader counts

@@ -17,6 +17,7 @@ so that threads reading other documents wait a page, not a whole 200-page contra
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,30 +51,33 @@ class DocumentText:
     # The PDF the text came from, for layouts(); None for text made some other way.
     source: Path | bytes | None = field(default=None, repr=False, compare=False)
     _text: str = field(init=False, repr=False, compare=False)
-    _layouts: list[PageLayout] | None = field(default=None, init=False, repr=False, compare=False)
+    _layouts: dict[int, PageLayout] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_text", PAGE_SEPARATOR.join(p.text for p in self.pages))
 
-    def layouts(self) -> list[PageLayout]:
-        """Every page's words and where they are, read once: from the page itself when it
-        has them (OCR), else from the PDF, else laid out from the page's text as if it
-        were printed in a fixed-pitch font (text made without a PDF: a snippet, a test)."""
-        if self._layouts is None:
-            read: dict[int, PageLayout] = {}
-            wanted = [p.number for p in self.pages if p.layout is None and p.has_text_layer]
-            if wanted and self.source is not None:
-                try:
-                    read = read_layouts(self.source, wanted)
-                except UnreadableDocument:
-                    read = {}  # gone since its text was read: the text is laid out instead
-            layouts = [
-                page.layout or read.get(page.number) or text_layout(page.number, page.text)
-                for page in self.pages
-            ]
-            object.__setattr__(self, "_layouts", layouts)
-        assert self._layouts is not None
-        return self._layouts
+    def layouts(self, first: int | None = None) -> list[PageLayout]:
+        """The words of every page (or of the `first` pages) and where they are, each page
+        read once: from the page itself when it has them (OCR), else from the PDF, else
+        laid out from the page's text as if it were printed in a fixed-pitch font (text
+        made without a PDF: a snippet, a test)."""
+        pages = self.pages if first is None else self.pages[:first]
+        known = self._layouts
+        wanted = [
+            p.number
+            for p in pages
+            if p.number not in known and p.layout is None and p.has_text_layer
+        ]
+        if wanted and self.source is not None:
+            # A PDF gone since its text was read: its text is laid out instead (below).
+            with contextlib.suppress(UnreadableDocument):
+                known.update(read_layouts(self.source, wanted))
+        for page in pages:
+            if page.number not in known:
+                known[page.number] = page.layout or text_layout(page.number, page.text)
+        return [known[page.number] for page in pages]
 
     @property
     def page_count(self) -> int:
