@@ -199,9 +199,13 @@ async def cmd_web(args: argparse.Namespace) -> int:
 
 async def cmd_migrate(args: argparse.Namespace) -> int:
     from conveyor.db.migrate import migrate
+    from conveyor.db.pool import MIGRATION_STATEMENT_TIMEOUT
 
-    async with App(settings=_settings(args), auto_migrate=False) as app, app.connection() as conn:
-        applied = await migrate(conn)
+    async with App(settings=_settings(args), auto_migrate=False) as app:
+        db = await app.database()
+        # A migration may rewrite a large table: it gets longer than other statements.
+        async with db.connection(statement_timeout=MIGRATION_STATEMENT_TIMEOUT) as conn:
+            applied = await migrate(conn)
     print(
         f"applied {len(applied)} migration(s): {', '.join(applied)}"
         if applied
