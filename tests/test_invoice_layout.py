@@ -339,3 +339,38 @@ def test_parties_without_headings_and_a_row_of_labels_over_values() -> None:
     assert data["customer"]["name"] == "Deco Addict"  # the address block, no heading
     assert data["line_items"][0]["quantity"] == "2.000"
     assert (data["subtotal"], data["tax"], data["total"]) == ("241.00", "48.20", "289.20")
+
+
+TWO_RATES: Draw = [
+    (40, 50, "Buchhandlung Weber GmbH", 13),
+    (40, 64, "Marktplatz 3, 79098 Freiburg"),
+    (40, 100, "Rechnung Nr. 2024-117", 14),
+    (40, 120, "Rechnungsdatum: 21. März 2024"),
+    (40, 160, "Bezeichnung"),
+    (300, 160, "Menge"),
+    (380, 160, "Einzelpreis"),
+    (480, 160, "Gesamt"),
+    (40, 176, "Fachbuch"),
+    (300, 176, "4"),
+    (380, 176, "25,00"),
+    (480, 176, "100,00"),
+    (40, 192, "Software-Lizenz"),
+    (300, 192, "1"),
+    (380, 192, "100,00"),
+    (480, 192, "100,00"),
+    (360, 230, "Nettobetrag"),
+    (480, 230, "200,00"),
+    (360, 244, "MwSt. 7%"),
+    (480, 244, "7,00"),
+    (360, 258, "MwSt. 19%"),
+    (480, 258, "19,00"),
+    (360, 272, "Rechnungsbetrag"),
+    (480, 272, "226,00"),
+]
+
+
+def test_two_vat_rates_without_a_tax_total_add_up() -> None:
+    data = read(TWO_RATES)["data"]
+    assert isinstance(data, dict)
+    assert (data["number"], data["issue_date"]) == ("2024-117", "2024-03-21")
+    assert (data["subtotal"], data["tax"], data["total"]) == ("200.00", "26.00", "226.00")

@@ -90,6 +90,15 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     amounts = candidates(sheet)
     nets = _best(amounts, "net") + _best(amounts, "lines")
     taxes = _best(amounts, "tax")
+    # Several VAT rates, each on its own line, and no line with their sum: the tax is
+    # their sum, if that is what makes the totals add up.
+    by_line: dict[int, Amount] = {}
+    for tax in taxes:
+        if tax.weight >= PRIOR["tax"] * 0.8 and tax.line not in by_line:
+            by_line[tax.line] = tax
+    if len(by_line) >= 2:
+        total = sum((a.value for a in by_line.values()), Decimal(0))
+        taxes.append(Amount("tax", total, 0.7, min(by_line)))
     grosses = _best(amounts, "gross") + [
         Amount("gross", a.value, a.weight * 0.8, a.line) for a in _best(amounts, "due")
     ]
