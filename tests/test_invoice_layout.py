@@ -255,6 +255,8 @@ def test_values_in_many_notations() -> None:
     assert cell_amount("1.163,40", dot) is None  # not a number of a decimal-point document
     assert cell_amount("19 %", comma) is None and cell_amount("31.01.2014", comma) is None
     assert cell_amount("1'234.50", NumberStyle(".", "'")) == Decimal("1234.50")
+    assert cell_amount("Rs 1,23,456.78", dot) == Decimal("123456.78")  # lakhs
+    assert cell_amount("1 234,56", NumberStyle(",", " ")) == Decimal("1234.56")
     assert currency_of("Rs 450.00") == "INR" and currency_of("12 zł") == "PLN"
     assert currency_of("CHF 12.00") == "CHF" and currency_of("€ 31,00") == "EUR"
     expected = {

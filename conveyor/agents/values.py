@@ -264,9 +264,12 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
 
 @functools.lru_cache(maxsize=16)
 def _strict(style: NumberStyle) -> re.Pattern[str]:
-    """A number in `style` and nothing else: "1.234,56", "1234,5678", "12"."""
+    """A number in `style` and nothing else: "1.234,56", "1234,5678", "12", and the
+    Indian grouping by lakhs ("1,23,456.78")."""
     t, d = re.escape(style.thousands or "\0"), re.escape(style.decimal)
-    return re.compile(rf"^(?:\d{{1,3}}(?:{t}\d{{3}})+|\d+)(?:{d}\d+)?$")
+    return re.compile(
+        rf"^(?:\d{{1,3}}(?:{t}\d{{3}})+|\d{{1,2}}(?:{t}\d{{2}})+{t}\d{{3}}|\d+)(?:{d}\d+)?$"
+    )
 
 
 # Currency signs that price-parser finds, as ISO 4217 codes.
