@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_labels import TITLE, field_label, fold
+from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import DateToken, currencies_in, currency_of, dates_in, resolve
 
@@ -167,8 +168,6 @@ def choose_dates(
     order, basis = slash_date_order(
         issue[0] if issue else None, due[0] if due else None, texts, currency
     )
-    from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
-
     order_conf = ORDER_CONFIDENCE[basis]
     issue_date = resolve(issue[0], order) if issue else None
     issue_conf = 0.0
@@ -211,6 +210,6 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
             return None, 0.0
     code, n = counts.most_common(1)[0]
     confidence = SURE if len(counts) == 1 and n >= 2 else LIKELY if len(counts) == 1 else WEAK
-    if code == "USD":
+    if code == "USD" and not any(re.search(r"\bUSD\b|US\$", line.text) for line in sheet.lines):
         confidence = min(confidence, FAIR)  # a bare "$" is several countries' dollar
     return code, confidence
