@@ -266,6 +266,8 @@ def test_values_in_many_notations() -> None:
         "12 mei 2016": datetime.date(2016, 5, 12),
         "20-10-2015": datetime.date(2015, 10, 20),
         "5 febrero 2021": datetime.date(2021, 2, 5),
+        "2020/09/10": datetime.date(2020, 9, 10),
+        "10 Sep, 2020": datetime.date(2020, 9, 10),
     }
     for text, date in expected.items():
         assert [t.date for t in dates_in(text)] == [date], text
@@ -376,3 +378,11 @@ def test_two_vat_rates_without_a_tax_total_add_up() -> None:
     assert isinstance(data, dict)
     assert (data["number"], data["issue_date"]) == ("2024-117", "2024-03-21")
     assert (data["subtotal"], data["tax"], data["total"]) == ("200.00", "26.00", "226.00")
+
+
+def test_no_currency_printed_is_the_address_country_s_at_a_guess() -> None:
+    plain = [(x, y, t.replace("$", ""), *rest) for x, y, t, *rest in US]
+    got = read(plain)  # type: ignore[arg-type]
+    data, fields = got["data"], got["fields"]
+    assert isinstance(data, dict) and isinstance(fields, dict)
+    assert data["currency"] == "USD" and fields["currency"] < 0.9  # "Seattle, WA 98101"

@@ -188,6 +188,34 @@ def choose_dates(
     return issue_date, issue_conf, due_date, due_conf
 
 
+# No sign and no code anywhere: the currency of the country the addresses name, a guess.
+_COUNTRY_CURRENCIES = (
+    (re.compile(r"\bU\.?S\.?A\b|\bunited states\b|, [A-Z]{2} \d{5}\b", re.IGNORECASE), "USD"),
+    (re.compile(r"\bunited kingdom\b|\bengland\b|\b[A-Z]{1,2}\d[A-Z\d]? \d[A-Z]{2}\b"), "GBP"),
+    (re.compile(r"\bcanada\b", re.IGNORECASE), "CAD"),
+    (re.compile(r"\baustralia\b", re.IGNORECASE), "AUD"),
+    (re.compile(r"\bindia\b", re.IGNORECASE), "INR"),
+    (re.compile(r"\bswitzerland\b|\bschweiz\b|\bsuisse\b", re.IGNORECASE), "CHF"),
+    (
+        re.compile(
+            r"\b(?:deutschland|germany|france|nederland|netherlands|belgi(?:e|um|que)|"
+            r"espa(?:ña|na)|spain|itali[ae]|italy|österreich|austria|portugal|ireland|"
+            r"luxemb(?:o|u)rg)\b",
+            re.IGNORECASE,
+        ),
+        "EUR",
+    ),
+)
+
+
+def _country_currency(sheet: Sheet) -> str | None:
+    text = "\n".join(line.text for line in sheet.lines[:60])
+    for pattern, code in _COUNTRY_CURRENCIES:
+        if pattern.search(text):
+            return code
+    return None
+
+
 def currency(sheet: Sheet) -> tuple[str | None, float]:
     for i, line in enumerate(sheet.lines):
         for c, cell in enumerate(line.cells):
@@ -207,7 +235,8 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
     if not counts:
         counts = currencies_in("\n".join(line.text for line in sheet.lines))
         if not counts:
-            return None, 0.0
+            guess = _country_currency(sheet)
+            return guess, WEAK if guess else 0.0
     code, n = counts.most_common(1)[0]
     confidence = SURE if len(counts) == 1 and n >= 2 else LIKELY if len(counts) == 1 else WEAK
     if code == "USD" and not any(re.search(r"\bUSD\b|US\$", line.text) for line in sheet.lines):

@@ -128,6 +128,7 @@ LANGUAGES = ["en", "de", "fr", "nl", "es", "it"]
 _MONTH = r"(?P<mon>[^\W\d_]{3,12})\.?"
 DATE_PATTERNS = (
     ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")),
+    ("iso", re.compile(r"\b(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})\b")),
     ("dot", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b")),
@@ -135,7 +136,7 @@ DATE_PATTERNS = (
     (
         "dmy",
         re.compile(
-            rf"\b(?P<d>\d{{1,2}})(?:\.|er|st|nd|rd|th)?[\s-]+{_MONTH}[\s-]+(?P<y>\d{{4}})\b"
+            rf"\b(?P<d>\d{{1,2}})(?:\.|er|st|nd|rd|th)?[\s-]+{_MONTH},?[\s-]+(?P<y>\d{{4}})\b"
         ),
     ),
 )
