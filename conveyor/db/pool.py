@@ -309,7 +309,8 @@ class Database:
             self._outage, self._outage_since = reason, time.monotonic()
             log.warning("database unavailable", extra=fields(where=self.where, error=reason))
         for waiter in list(self._waiters):
-            waiter.reschedule(-1)  # fire now: see _acquire
+            if not waiter.expired():  # (one already firing may not be rescheduled)
+                waiter.reschedule(-1)  # fire now: see _getconn
         self._start_probing()
 
     def _suspect(self, reason: str) -> None:
@@ -325,13 +326,19 @@ class Database:
             )
 
     async def _watch(self) -> None:
-        while (reason := await self._probe()) is not None:
-            self._declare(reason)
+        while True:
+            try:
+                reason = await self._probe()
+                if reason is None:
+                    # Back: the pooled connections from before are likely dead (a
+                    # restart), and a check of each now costs less than a failed request.
+                    with contextlib.suppress(psycopg.Error):
+                        await self.pool.check()
+                    break
+                self._declare(reason)
+            except Exception:  # a bug here must not leave the gate closed for ever
+                log.exception("database probe failed", extra=fields(where=self.where))
             await asyncio.sleep(PROBE_INTERVAL)
-        # Back: the pooled connections from before are likely dead (a restart), and a
-        # check of each now costs less than a failed request later.
-        with contextlib.suppress(psycopg.Error):
-            await self.pool.check()
         if self._outage is not None:
             log.warning(
                 "database available again",
