@@ -60,6 +60,20 @@ def test_a_picture_of_nothing_is_an_empty_page_with_a_note(tmp_path: Path) -> No
     assert text.notes == ["page 1 read by OCR (mean word score 0.00); OCR found no text on page 1"]
 
 
+def test_light_text_on_a_dark_picture_is_read(tmp_path: Path) -> None:
+    """A phone screen in dark mode: the ink is lighter than the paper, and still ink."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    dark = tmp_path / "dark.png"
+    image = Image.new("RGB", (900, 300), (20, 20, 30))
+    ImageDraw.Draw(image).text(
+        (40, 110), "TOTAL 42.50", fill=(235, 235, 235), font=ImageFont.load_default(size=60)
+    )
+    image.save(dark)
+    text = ocr.read_picture(dark, "dark.png")
+    assert "42.50" in text.pages[0].text, text.pages[0].text
+
+
 async def _finished(app: App, ids: list[int]) -> bool:
     done = {TaskStatus.COMPLETED, TaskStatus.FAILED}
     return all([(await app.get_task_async(i)).status in done for i in ids])

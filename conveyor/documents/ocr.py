@@ -42,7 +42,7 @@ MAX_SIDE = 3000  # pixels: a larger picture is scaled down first (a phone photo 
 MIN_SCORE = 0.5  # words the recogniser is less sure of than this are dropped as noise
 DETECT_SIDE = 1280  # pixels: the detector sees the page scaled to this (twice as fast as
 # the full render, and every word of the corpus's small print still found)
-INK_CONTRAST, INK_PIXELS = 60, 20  # fewer pixels this much darker than the paper: blank
+INK_CONTRAST, INK_PIXELS = 60, 20  # fewer pixels this far from the paper's shade: blank
 
 _ENGINE_LOCK = threading.Lock()
 _engine: Any = None
@@ -199,13 +199,14 @@ def _ocr(image: Any, number: int, scale: float) -> PageLayout:
 
 
 def _no_ink(image: Any) -> bool:
-    """True for a page with (next to) nothing darker than its paper: a blank scan, a
-    picture of nothing. The detector would take seconds to find no text on it."""
+    """True for a page with (next to) nothing that stands out from its paper: a blank
+    scan, a picture of nothing. The detector would take seconds to find no text on it.
+    Ink may be lighter than the paper too (a dark screen, white on a coloured band)."""
     import numpy as np
 
-    gray = image[::2, ::2, 0]  # every other pixel is plenty to see ink
-    paper = float(np.median(gray))
-    return bool(np.count_nonzero(gray < paper - INK_CONTRAST) < INK_PIXELS)
+    gray = image[::2, ::2, 0].astype(np.int16)  # every other pixel is plenty to see ink
+    paper = int(np.median(gray))
+    return bool(np.count_nonzero(np.abs(gray - paper) > INK_CONTRAST) < INK_PIXELS)
 
 
 def _get_engine() -> Any:
