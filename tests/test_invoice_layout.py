@@ -386,3 +386,34 @@ def test_no_currency_printed_is_the_address_country_s_at_a_guess() -> None:
     data, fields = got["data"], got["fields"]
     assert isinstance(data, dict) and isinstance(fields, dict)
     assert data["currency"] == "USD" and fields["currency"] < 0.9  # "Seattle, WA 98101"
+
+
+SERVICES: Draw = [
+    (40, 50, "Harbor Design LLC", 13),
+    (40, 64, "88 Pier Avenue, Portland, OR 97201"),
+    (400, 50, "INVOICE", 15),
+    (400, 70, "Invoice No: HD-0419"),
+    (400, 84, "Date: May 2, 2024"),
+    (40, 120, "Bill To:"),
+    (40, 132, "Cedar Cafe"),
+    (40, 190, "Description"),
+    (480, 190, "Amount"),
+    (40, 206, "Logo design"),
+    (480, 206, "$1,200.00"),
+    (40, 222, "Menu layout, two pages"),
+    (480, 222, "$450.00"),
+    (380, 260, "Total"),
+    (480, 260, "$1,650.00"),
+]
+
+
+def test_a_table_of_services_with_a_description_and_an_amount() -> None:
+    got = read(SERVICES)
+    data, fields = got["data"], got["fields"]
+    assert isinstance(data, dict) and isinstance(fields, dict)
+    assert [(i["description"], i["amount"]) for i in data["line_items"]] == [
+        ("Logo design", "1200.00"),
+        ("Menu layout, two pages", "450.00"),
+    ]
+    assert data["total"] == "1650.00" and data["customer"]["name"] == "Cedar Cafe"
+    assert fields["line_items"] < 0.9  # no quantity x price to check them by

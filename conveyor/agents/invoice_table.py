@@ -88,6 +88,9 @@ def find_header(line: Line) -> Header | None:
     kinds = {c.kind for c in columns}
     if len(kinds) >= 3 and kinds & {"description", "amount", "price"} and len(columns) >= 3:
         return Header(-1, columns)
+    # A table of services: a description and an amount, nothing else.
+    if kinds == {"description", "amount"} and len(line.cells) == 2:
+        return Header(-1, columns)
     return None
 
 

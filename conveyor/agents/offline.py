@@ -28,6 +28,7 @@ from conveyor.documents.types import (
     KeyValue,
     KeyValues,
     cross_checks,
+    document_confidence,
     make_extraction,
     model_for,
 )
@@ -108,23 +109,29 @@ def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
     other; the layout reader (invoice_reader) reads any layout in six languages. Each
     reading is judged by its cross-checks: the line reader's wins when all of its checks
     pass and the layout reader missed a key field, or when both read the same number and
-    total and parties (the line reader then also knows the addresses it was made for)."""
+    total and parties and as many items (the line reader then also knows the addresses it
+    was made for)."""
     layout, layout_fields = read_invoice_layout(text)
     head = "\n\n".join(page.text for page in text.pages[:MAX_PAGES])
     lines, line_fields = read_invoice(head)
-    missing = any(check.startswith("no ") for check in cross_checks("invoice", layout))
-    if not cross_checks("invoice", lines) and (missing or _same(lines, layout)):
+    layout_checks = cross_checks("invoice", layout)
+    missing = any(check.startswith("no ") for check in layout_checks)
+    trusted = document_confidence(line_fields, []) > document_confidence(
+        layout_fields, layout_checks, key_fields=list(INVOICE_KEYS)
+    )
+    if not cross_checks("invoice", lines) and (missing or trusted or _same(lines, layout)):
         return lines, line_fields, None  # every field of the line reader counts
     return layout, layout_fields, list(INVOICE_KEYS)
 
 
-def _same(a: Invoice, b: Invoice) -> bool:
-    return (a.number, a.total, a.vendor.name, a.customer.name) == (
-        b.number,
-        b.total,
-        b.vendor.name,
-        b.customer.name,
-    )
+def _same(lines: Invoice, layout: Invoice) -> bool:
+    """The line reader read what the layout reader did, and as many items."""
+    return (lines.number, lines.total, lines.vendor.name, lines.customer.name) == (
+        layout.number,
+        layout.total,
+        layout.vendor.name,
+        layout.customer.name,
+    ) and len(lines.line_items) >= len(layout.line_items)
 
 
 _KEY_VALUE = re.compile(r"^(?P<key>[A-Za-z][\w .#/&()-]{0,40}?)\s*:\s+(?P<value>\S.{0,200})$")
