@@ -119,7 +119,10 @@ def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
     trusted = document_confidence(line_fields, []) > document_confidence(
         layout_fields, layout_checks, key_fields=list(INVOICE_KEYS)
     )
-    if not cross_checks("invoice", lines) and (missing or trusted or _same(lines, layout)):
+    as_many = len(lines.line_items) >= len(layout.line_items)
+    if not cross_checks("invoice", lines) and (
+        missing or (as_many and trusted) or _same(lines, layout)
+    ):
         return lines, line_fields, None  # every field of the line reader counts
     return layout, layout_fields, list(INVOICE_KEYS)
 
