@@ -8,7 +8,7 @@ import datetime
 import io
 from decimal import Decimal
 
-from reportlab.pdfgen import canvas
+from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_labels import field_label, fold, sum_label
 from conveyor.agents.offline import extract_offline
@@ -24,7 +24,7 @@ def pdf(draw: Draw) -> bytes:
     page = canvas.Canvas(out, pagesize=(595, 842))
     for item in draw:
         x, y, text = item[0], item[1], item[2]
-        size = item[3] if len(item) > 3 else 9  # type: ignore[misc]
+        size = item[3] if len(item) > 3 else 9
         page.setFont("Helvetica", size)
         page.drawString(x, 842 - y, text)
     page.save()
