@@ -334,3 +334,32 @@ async def test_e_invoices_in_pdfs_and_on_their_own_through_a_worker(
     assert (
         wrong_agent.error is not None and "only an e-invoice is read from XML" in wrong_agent.error
     )
+
+
+async def test_an_e_invoice_xml_is_accepted_over_http(settings: Settings) -> None:
+    """POST /api/documents takes an e-invoice XML (sniffed, whatever it is called) and makes
+    the task that reads it; a worker then returns the invoice."""
+    import httpx
+
+    from tests.web import serving
+
+    app = App(settings=settings)
+    declare_document_agents(app, names={"invoice": "invoice"})
+    try:
+        async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+            response = await client.post(
+                "/api/documents",
+                data={"agent": "invoice"},
+                files=[("files", ("upload.bin", cii(), "application/octet-stream"))],
+            )
+        assert response.status_code == 201, response.text
+        (item,) = response.json()
+        assert (item["document"]["media_type"], item["document"]["page_count"]) == (XML, 1)
+        async with Running(Worker(app, concurrency=1)):
+            await wait_for(lambda: _finished(app, [item["task"]["id"]]), what="the XML")
+        task = await app.get_task_async(item["task"]["id"])
+    finally:
+        await app.aclose()
+    assert task.status == TaskStatus.COMPLETED, task.error
+    assert task.result["data"]["number"] == "RE-2024-0042"
+    assert task.result["data"]["vendor"]["tax_id"] == "DE123456789"
