@@ -183,7 +183,9 @@ async def test_a_picture_is_read_by_a_vision_model_and_refused_without_one(
             app.settings = dataclasses.replace(vision, llm_vision=False)
             (refused,) = await submit_files(app, [png], agent="invoice")
             async with Running(Worker(app, concurrency=1)):
-                await wait_for(lambda: _finished(app, [refused.task_id]), what="the refusal")
+                await wait_for(
+                    lambda: _finished(app, [refused.task_id]), what="the refusal", timeout=120
+                )  # OCR of a page: seconds alone, far more on a busy machine
             done = await app.get_task_async(read.task_id)
             failed = await app.get_task_async(refused.task_id)
         finally:

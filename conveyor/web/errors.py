@@ -143,4 +143,7 @@ def install(app: FastAPI) -> None:
         return storage_response(exc)
 
     for error_type in TRANSIENT_ERRORS:
-        app.add_exception_handler(error_type, transient)
+        # DatabaseUnavailable is one of them, and its own message says more (which server,
+        # down or hung): it keeps the handler above.
+        if error_type is not DatabaseUnavailable:
+            app.add_exception_handler(error_type, transient)
