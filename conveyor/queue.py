@@ -789,11 +789,6 @@ async def list_tasks(
     return await cur.fetchall()
 
 
-async def count_by_status(conn: Connection) -> list[DictRow]:
-    cur = await conn.execute(Q.tasks_count_by_status)
-    return await cur.fetchall()
-
-
 # ---------------------------------------------------------------------------------------
 # External jobs
 

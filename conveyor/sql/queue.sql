@@ -484,12 +484,6 @@ WHERE (%(status)s::text IS NULL OR status = %(status)s)
 ORDER BY id DESC
 LIMIT %(limit)s;
 
--- name: tasks_count_by_status
-SELECT agent, status, count(*) AS n
-FROM tasks
-GROUP BY agent, status
-ORDER BY agent, status;
-
 -- name: tasks_prune
 -- Delete a small batch of tasks that finished before the cutoff, with their attempts.
 -- Small batches and SKIP LOCKED keep locks short; the caller loops until nothing is left.
