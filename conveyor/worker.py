@@ -396,7 +396,7 @@ class Worker:
     def _poll_interval(self) -> float:
         """How long an idle lane waits before it looks again, without a NOTIFY. Room under
         a token or request budget comes back with time, which nothing announces, and a
-        learned budget is spread over twentieths of its window (migration 0008): agents
+        learned budget is spread over twentieths of its window (conveyor_admit): agents
         with such a budget are looked at twice per twentieth, if that is more often than
         the poll interval (it is for windows under 40 poll intervals), and at most ten
         times a second."""

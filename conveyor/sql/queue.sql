@@ -61,7 +61,7 @@ WHERE name = %(name)s
 RETURNING name;
 
 -- name: agents_throttled
--- The endpoint throttled these agents (migration 0008 explains the policy):
+-- The endpoint throttled these agents (docs/limits.md explains the policy):
 --  * the token budget becomes 90 %% of the tokens their window holds now (never more than
 --    what was in force, and never below 100). Every report may lower it again: the first
 --    429s of a burst come back while requests that will be refused are still counted;
@@ -186,7 +186,7 @@ SELECT set_config('enable_bitmapscan', 'off', true),
 --    (agent, priority DESC, created_at, id), locked with SKIP LOCKED so that claims of
 --    other workers pass each other instead of queueing on the same rows; each reserves its
 --    estimate, so that the window's usage is known if throttling teaches it a budget;
---  * a limited agent goes through conveyor_admit() (migration 0002), which serialises its
+--  * a limited agent goes through conveyor_admit() (conveyor/sql/functions/admission.sql), which serialises its
 --    claims on the agent's row and admits what fits its concurrency, token and request
 --    budgets, with the tokens each task reserves.
 -- A worker asks for fewer tasks of limited agents (%(limited_limit)s: no more than it can
