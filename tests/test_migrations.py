@@ -228,13 +228,14 @@ async def test_a_changed_function_file_is_applied_again(
     assert await snapshot(conn) == before  # conveyor_probe is gone with its file
 
 
-async def test_the_replaced_triggers_still_guard_and_notify(conn: Conn, server_url: str) -> None:
+async def test_the_replaced_triggers_still_guard_and_notify(conn: Conn, database_url: str) -> None:
     """After a re-application the triggers are there and work: a NOTIFY per change, the
     state machine enforced, the rollups written."""
     await conn.execute("UPDATE conveyor_schema_functions SET sha256 = 'stale'")
     assert await migrate(conn) == [f"functions/{f.name}" for f in functions()]
     await conn.execute("INSERT INTO agents (name) VALUES ('a')")
-    async with await psycopg.AsyncConnection.connect(conn.info.dsn, autocommit=True) as listener:
+    # The test's URL, not conn.info.dsn: that leaves the password out (the embedded server's).
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as listener:
         await listener.execute("LISTEN conveyor")
         task_id = await one(
             conn,
