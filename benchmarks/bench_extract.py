@@ -51,6 +51,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from realdocs import flatten  # noqa: E402  (the real-invoice scorer, beside this file)
+
 from conveyor.agents.offline import classify, extract_offline  # noqa: E402
 from conveyor.documents.text import DocumentText, extract_text  # noqa: E402
 from conveyor.documents.types import Extraction  # noqa: E402
@@ -101,17 +103,6 @@ EXTRACTORS: dict[str, Callable[[argparse.Namespace], Extractor]] = {
 
 
 # ------------------------------------------------------------------------------ scoring
-
-
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"vendor": {"name": x}} -> {"vendor.name": x}; lists stay whole."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def normal(value: Any) -> Any:

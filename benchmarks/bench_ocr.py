@@ -26,7 +26,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -34,47 +33,19 @@ sys.path.insert(0, str(HERE))
 
 from realdocs import (  # noqa: E402
     DEFAULT_CORPUS,
-    HELD_OUT,
     Doc,
-    expected,
+    failed,
     failures,
-    flatten,
     languages,
     report,
-    right,
+    scored,
 )
 
 from conveyor.agents.einvoice import from_pdf, from_xml  # noqa: E402
 from conveyor.agents.offline import extract_offline  # noqa: E402
 from conveyor.documents import ocr  # noqa: E402
 from conveyor.documents.text import extract_text  # noqa: E402
-from conveyor.documents.types import Extraction  # noqa: E402
 from conveyor.testing.samples import scanned  # noqa: E402
-
-
-def scored(
-    label: str, source: str, language: str, truth: dict[str, Any], found: Extraction, seconds: float
-) -> Doc:
-    doc = Doc(label, source, language, source in HELD_OUT, found.confidence, seconds)
-    got = flatten(found.data)
-    for name, want in expected(truth).items():
-        if name == "line_items" and want is None:
-            continue  # no item list to compare
-        value = got.get(name)
-        doc.fields[name] = {
-            "want": want,
-            "got": value,
-            "ok": right(name, want, value),
-            "conf": found.fields.get(name, 0.0),
-        }
-    return doc
-
-
-def failed(label: str, source: str, language: str, exc: Exception) -> Doc:
-    # A benchmark reports a crash as a result, and goes on.
-    doc = Doc(label, source, language, source in HELD_OUT, 0.0, 0.0)
-    doc.error = f"{type(exc).__name__}: {exc}"
-    return doc
 
 
 def run_einvoice(corpus: Path) -> list[Doc]:

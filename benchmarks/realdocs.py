@@ -177,6 +177,7 @@ class Doc:
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"vendor": {"name": x}} -> {"vendor.name": x}; lists stay whole."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict):
@@ -216,36 +217,54 @@ def run(corpus: Path, path: str, held_out: tuple[str, ...] | None = None) -> lis
         truth = json.loads(truth_file.read_text())[0]
         source = pdf.parent.name
         kept_out = source in held_out or "*" in held_out
+        label, language = str(pdf.relative_to(folder)), langs.get(pdf.stem, "?")
         started = time.perf_counter()
         try:
             text = extract_text(pdf, name=pdf.name)
             extraction = _einvoice(pdf, text) or extract_offline(text, "invoice")
         except Exception as exc:  # a benchmark reports a crash as a result, and goes on
-            docs.append(Doc(str(pdf), source, langs.get(pdf.stem, "?"), kept_out, 0.0, 0.0))
-            docs[-1].error = f"{type(exc).__name__}: {exc}"
+            docs.append(failed(label, source, language, exc, held_out=kept_out))
             continue
         seconds = time.perf_counter() - started
-        got = flatten(extraction.data)
-        doc = Doc(
-            str(pdf.relative_to(folder)),
-            source,
-            langs.get(pdf.stem, "?"),
-            kept_out,
-            extraction.confidence,
-            seconds,
-        )
-        for name, want in expected(truth).items():
-            if name == "line_items" and want is None:
-                continue  # no item list to compare
-            value = got.get(name)
-            doc.fields[name] = {
-                "want": want,
-                "got": value,
-                "ok": right(name, want, value),
-                "conf": extraction.fields.get(name, 0.0),
-            }
-        docs.append(doc)
+        docs.append(scored(label, source, language, truth, extraction, seconds, held_out=kept_out))
     return docs
+
+
+def scored(
+    label: str,
+    source: str,
+    language: str,
+    truth: dict[str, Any],
+    found: Extraction,
+    seconds: float,
+    *,
+    held_out: bool | None = None,
+) -> Doc:
+    """One document's fields against its truth (held_out None: its source in HELD_OUT)."""
+    kept_out = source in HELD_OUT if held_out is None else held_out
+    doc = Doc(label, source, language, kept_out, found.confidence, seconds)
+    got = flatten(found.data)
+    for name, want in expected(truth).items():
+        if name == "line_items" and want is None:
+            continue  # no item list to compare
+        value = got.get(name)
+        doc.fields[name] = {
+            "want": want,
+            "got": value,
+            "ok": right(name, want, value),
+            "conf": found.fields.get(name, 0.0),
+        }
+    return doc
+
+
+def failed(
+    label: str, source: str, language: str, exc: Exception, *, held_out: bool | None = None
+) -> Doc:
+    """A crash, reported as a result: every field of the document counts as wrong."""
+    kept_out = source in HELD_OUT if held_out is None else held_out
+    doc = Doc(label, source, language, kept_out, 0.0, 0.0)
+    doc.error = f"{type(exc).__name__}: {exc}"
+    return doc
 
 
 # ------------------------------------------------------------------------------- report
