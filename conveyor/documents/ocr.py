@@ -33,7 +33,7 @@ from typing import Any
 
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.layout import PageLayout, Word, lines_of
-from conveyor.documents.pdf import PDFIUM_LOCK
+from conveyor.documents.pdf import PDFIUM_LOCK, open_pdf
 from conveyor.documents.text import DocumentText, PageText, _ranges
 
 RENDER_SCALE = 2.0  # 144 dpi
@@ -141,14 +141,8 @@ def _read_page(page: PageText, layout: PageLayout) -> PageText:
 def _render(pdf: Path | bytes, numbers: Sequence[int]) -> Iterator[tuple[int, Any, float]]:
     """(number, RGB pixels, pixels per point) of each page, one page at a time."""
     import numpy as np
-    import pypdfium2 as pdfium  # type: ignore[import-untyped]
 
-    with PDFIUM_LOCK:
-        try:
-            document = pdfium.PdfDocument(pdf)
-        except pdfium.PdfiumError as exc:
-            raise UnreadableDocument(f"the PDF cannot be opened for OCR: {exc}") from None
-    try:
+    with open_pdf(pdf, "the PDF (for OCR)") as document:
         for number in numbers:
             with PDFIUM_LOCK:
                 page = document[number - 1]
@@ -163,9 +157,6 @@ def _render(pdf: Path | bytes, numbers: Sequence[int]) -> Iterator[tuple[int, An
                 finally:
                     page.close()
             yield number, np.repeat(gray.reshape(gray.shape[0], gray.shape[1], 1), 3, axis=2), scale
-    finally:
-        with PDFIUM_LOCK:
-            document.close()
 
 
 def _ocr(image: Any, number: int, scale: float) -> PageLayout:

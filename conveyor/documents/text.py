@@ -25,7 +25,7 @@ from typing import Any
 
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.layout import PageLayout, Word, text_layout
-from conveyor.documents.pdf import PDFIUM_LOCK
+from conveyor.documents.pdf import PDFIUM_LOCK, open_pdf
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -123,32 +123,23 @@ def extract_text(source: Path | bytes, *, name: str | None = None) -> DocumentTe
 
     UnreadableDocument when PDFium cannot open it (damaged beyond repair, truncated before
     its pages, protected by a password) or it has no page."""
-    # Imported here: processes that never read PDFs do not load PDFium.
     import pypdfium2 as pdfium  # type: ignore[import-untyped]
 
     which = f"{name!r}" if name else "the PDF"
     pages: list[PageText] = []
-    with PDFIUM_LOCK:
-        try:
-            document = pdfium.PdfDocument(source)
-            count = len(document)
-        except pdfium.PdfiumError as exc:
-            raise UnreadableDocument(f"{which} cannot be opened: {_reason(exc)}") from None
-        except OSError as exc:  # a path that is not there, or not readable
-            raise UnreadableDocument(f"{which} cannot be read: {exc.strerror or exc}") from None
-    try:
-        for index in range(count):
-            # The lock is taken page by page: another thread's document gets its turn
-            # between two pages of a long one.
-            with PDFIUM_LOCK:
-                pages.append(_page_text(document, index))
-    except pdfium.PdfiumError as exc:
-        raise UnreadableDocument(
-            f"page {len(pages) + 1} of {which} cannot be read: {exc}"
-        ) from None
-    finally:
+    with open_pdf(source, which) as document:
         with PDFIUM_LOCK:
-            document.close()
+            count = len(document)
+        try:
+            for index in range(count):
+                # The lock is taken page by page: another thread's document gets its turn
+                # between two pages of a long one.
+                with PDFIUM_LOCK:
+                    pages.append(_page_text(document, index))
+        except pdfium.PdfiumError as exc:
+            raise UnreadableDocument(
+                f"page {len(pages) + 1} of {which} cannot be read: {exc}"
+            ) from None
     if not pages:
         raise UnreadableDocument(f"{which} has no pages")
     return DocumentText(pages=pages, name=name, source=source)
@@ -159,20 +150,13 @@ def read_layouts(source: Path | bytes, numbers: list[int]) -> dict[int, PageLayo
     import pypdfium2 as pdfium
 
     layouts: dict[int, PageLayout] = {}
-    with PDFIUM_LOCK:
+    with open_pdf(source) as document:
         try:
-            document = pdfium.PdfDocument(source)
-        except (pdfium.PdfiumError, OSError) as exc:
-            raise UnreadableDocument(f"the PDF cannot be opened again: {exc}") from None
-    try:
-        for number in numbers:
-            with PDFIUM_LOCK:
-                layouts[number] = _page_layout(document, number)
-    except pdfium.PdfiumError as exc:
-        raise UnreadableDocument(f"page {number} cannot be read: {exc}") from None
-    finally:
-        with PDFIUM_LOCK:
-            document.close()
+            for number in numbers:
+                with PDFIUM_LOCK:
+                    layouts[number] = _page_layout(document, number)
+        except pdfium.PdfiumError as exc:
+            raise UnreadableDocument(f"page {number} cannot be read: {exc}") from None
     return layouts
 
 
@@ -253,10 +237,3 @@ def _words(textpage: Any, raw: str, chars: int, number: int, height: float) -> t
 
 def _char(code: int) -> str:
     return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code or 32)
-
-
-def _reason(exc: Exception) -> str:
-    message = str(exc)
-    if "password" in message.lower():
-        return "it is protected by a password (send it decrypted)"
-    return f"it is damaged or not a PDF ({message})"
