@@ -3,6 +3,9 @@
     python benchmarks/realdocs.py [--corpus DIR] [--path text-only|as-is]
                                   [--failures] [--json out.json]
 
+DIR: ../shared/realdocs (the default), benchmarks/tuning (more layouts, with its own
+held-out sources marked in its index.json) or benchmarks/corpus with --evaluation.
+
 Each PDF is read exactly as a worker's `invoice` agent reads it without a model: its text
 (extract_text), then the e-invoice XML it carries if any (conveyor.agents.einvoice, the
 as-is path; the text-only copies carry none), else the offline extractor; its fields are
@@ -187,12 +190,25 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def languages(corpus: Path) -> dict[str, str]:
+def _index(corpus: Path) -> list[dict[str, Any]]:
     try:
-        index = json.loads((corpus / "index.json").read_text())
+        rows = json.loads((corpus / "index.json").read_text())
     except (OSError, ValueError):
-        return {}
-    return {Path(row["file"]).stem: row.get("language", "?") for row in index}
+        return []
+    return rows if isinstance(rows, list) else []
+
+
+def languages(corpus: Path) -> dict[str, str]:
+    return {Path(row["file"]).stem: row.get("language", "?") for row in _index(corpus)}
+
+
+def held_out_sources(corpus: Path) -> tuple[str, ...]:
+    """The sources a corpus's index marks `"held_out": true` (benchmarks/tuning writes its
+    split down there); a corpus whose index marks none: HELD_OUT (realdocs' split)."""
+    rows = _index(corpus)
+    if not any("held_out" in row for row in rows):
+        return HELD_OUT
+    return tuple(sorted({Path(row["file"]).parent.name for row in rows if row.get("held_out")}))
 
 
 def _einvoice(pdf: Path, text: DocumentText) -> Extraction | None:
@@ -205,8 +221,9 @@ def _einvoice(pdf: Path, text: DocumentText) -> Extraction | None:
 
 def run(corpus: Path, path: str, held_out: tuple[str, ...] | None = None) -> list[Doc]:
     """Every document of `corpus` read and scored; `held_out`: the sources not tuned on
-    (None: HELD_OUT; a corpus kept for evaluation, benchmarks/corpus, is held out whole)."""
-    held_out = HELD_OUT if held_out is None else held_out
+    (None: the corpus's own split, see held_out_sources; a corpus kept for evaluation,
+    benchmarks/corpus, is held out whole)."""
+    held_out = held_out_sources(corpus) if held_out is None else held_out
     folder = corpus / ("text-only" if path == "text-only" else "invoices")
     langs = languages(corpus)
     docs = []
