@@ -5,11 +5,12 @@ throttled attempts, attempts handed back by a worker shutting down, and every at
 a manual retry are `tasks.free_attempts`. So the attempts that count are
 `attempts - free_attempts`, and a task has a retry left while that is below `max_attempts`.
 
-The database applies the rule, in the statements that end attempts (`attempts_finish` and
-`tasks_sweep` in conveyor/sql/queue.sql, each saying it once): a worker, the sweeper and
-the callback route all end attempts through them. What the processes decide is the delay
-before the retry, with `backoff()` here. This module imports nothing of the worker, so that
-the web app (callbacks) uses the same policy without importing the worker.
+The database applies the rule, once: `conveyor_retry_left()` in
+conveyor/sql/functions/attempts.sql, called by `conveyor_end_attempts()`, the one write
+that ends attempts (a worker's outcomes, a callback, the sweeper, a cancel). What the
+processes decide is the delay before the retry, with `backoff()` here. This module imports
+nothing of the worker, so that the web app (callbacks) uses the same policy without
+importing the worker.
 """
 
 from __future__ import annotations
@@ -20,11 +21,6 @@ import random
 def charged_attempts(attempts: int, free_attempts: int) -> int:
     """The attempts that spent a retry, of `attempts` so far."""
     return attempts - free_attempts
-
-
-def has_retry_left(attempts: int, free_attempts: int, max_attempts: int) -> bool:
-    """The rule the database applies when an attempt fails (see the module's text)."""
-    return charged_attempts(attempts, free_attempts) < max_attempts
 
 
 def backoff(failures: int, base: float, cap: float) -> float:

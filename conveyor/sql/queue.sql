@@ -251,103 +251,16 @@ JOIN attempt_rows r ON r.task_id = c.id
 ORDER BY c.priority DESC, c.created_at, c.id;
 
 -- name: attempts_finish
--- End a batch of attempts with their outcomes. Fenced: a task moves only while it is still
--- 'processing' in the very attempt that reports (t.attempts = o.attempt), so an outcome
--- that arrives after the sweeper, a cancel or another worker took the task over changes
--- nothing; it is recorded on its own attempt as late_outcome, with the usage it spent.
--- Outcomes: succeeded, failed (retry_delay NULL = do not retry), throttled (back in the
--- queue without spending a retry), released (a worker shutting down hands it back) and
--- cancelled (the agent stopped because the task was cancelled or taken away).
-WITH outcome AS MATERIALIZED (
-    -- ended_at: one reading of the clock per outcome, for the attempt's finished_at and
-    -- its compute cost alike, so that the cost is exactly its wall time at the rate.
-    SELECT *, clock_timestamp() AS ended_at
-    FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[], %(outcomes)s::text[],
-                %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
-                %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[],
-                %(started_after)s::float8[], %(trace_ids)s::text[], %(llm_costs)s::numeric[],
-                %(compute_rates)s::float8[])
-         AS o(task_id, attempt, outcome, result, error, retry_delay, model,
-              input_tokens, output_tokens, started_after, trace_id, llm_cost, compute_rate)
-), decided AS (
-    SELECT o.*,
-           CASE
-               WHEN o.outcome = 'succeeded' THEN 'completed'
-               WHEN o.outcome IN ('throttled', 'released') THEN 'enqueued'
-               WHEN o.outcome = 'cancelled' THEN 'cancelled'
-               -- The retry rule (conveyor/policy.py); the delay is the caller's.
-               WHEN o.retry_delay IS NOT NULL
-                    AND t.attempts - t.free_attempts < t.max_attempts THEN 'enqueued'
-               ELSE 'failed'
-           END AS new_status
-    FROM outcome o
-    JOIN tasks t ON t.id = o.task_id
-), ended AS (
-    UPDATE tasks t
-    SET status = d.new_status,
-        result = CASE WHEN d.outcome = 'succeeded' THEN d.result END,
-        error = d.error,
-        free_attempts = t.free_attempts + (d.outcome IN ('throttled', 'released'))::int,
-        run_after = CASE WHEN d.new_status = 'enqueued'
-                         THEN now() + make_interval(secs => coalesce(d.retry_delay, 0))
-                         ELSE t.run_after END,
-        finished_at = CASE WHEN d.new_status IN ('completed', 'failed', 'cancelled')
-                           THEN d.ended_at END,
-        lease_expires_at = NULL,
-        locked_by = NULL
-    FROM decided d
-    WHERE t.id = d.task_id
-      AND t.status = 'processing'
-      AND t.attempts = d.attempt
-    RETURNING t.id
-), attempt_rows AS (
-    UPDATE task_attempts a
-    SET status = CASE
-                     WHEN e.id IS NULL THEN a.status
-                     WHEN o.outcome = 'released' THEN 'lost'
-                     ELSE o.outcome
-                 END,
-        -- A worker may claim a task before a slot is free for it (its prefetch buffer):
-        -- the attempt began when the agent started, not when the task was claimed. Only
-        -- the outcome that ends the attempt says so: a late one, or a repeat of it, must
-        -- not move the start again.
-        started_at = CASE WHEN e.id IS NULL THEN a.started_at
-                          ELSE a.started_at + make_interval(secs => o.started_after) END,
-        finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE o.ended_at END,
-        error = CASE WHEN e.id IS NULL THEN a.error ELSE o.error END,
-        late_outcome = CASE WHEN e.id IS NULL THEN coalesce(a.late_outcome, o.outcome) END,
-        -- Usage is recorded once per attempt: the first report wins, a repeat changes nothing.
-        model = coalesce(a.model, o.model),
-        input_tokens = coalesce(a.input_tokens, o.input_tokens),
-        output_tokens = coalesce(a.output_tokens, o.output_tokens),
-        trace_id = coalesce(a.trace_id, o.trace_id),
-        llm_cost_usd = coalesce(a.llm_cost_usd, o.llm_cost),
-        -- Wall time from the agent's start (as above) to now, at the agent's rate: the
-        -- worker sends it (one join less on the hot path); others (a callback) leave it
-        -- NULL and the agent's row gives it. A late outcome keeps the cost written when
-        -- its attempt ended (sweep, cancel).
-        compute_cost_usd = CASE
-            WHEN e.id IS NULL THEN a.compute_cost_usd
-            ELSE conveyor_compute_cost(
-                a.started_at + make_interval(secs => o.started_after), o.ended_at,
-                coalesce(o.compute_rate, (SELECT g.compute_usd_per_hour FROM agents g
-                                          WHERE g.name = a.agent)))
-        END
-    FROM outcome o
-    LEFT JOIN ended e ON e.id = o.task_id
-    WHERE a.task_id = o.task_id
-      AND a.attempt = o.attempt
-      AND (e.id IS NOT NULL
-           -- Late: the attempt was ended by someone else (sweep, cancel). An attempt this
-           -- very outcome ended already (same status, same error: the worker repeats a
-           -- write whose commit it did not hear of) is left alone, and is not late.
-           OR (a.status IN ('lost', 'cancelled')
-               AND NOT (a.status = CASE WHEN o.outcome = 'released' THEN 'lost'
-                                        ELSE o.outcome END
-                        AND a.error IS NOT DISTINCT FROM o.error)))
-    RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied
-)
-SELECT task_id, attempt, applied FROM attempt_rows;
+-- End a batch of a worker's attempts (or a callback's) with their outcomes: see
+-- conveyor_end_attempts() in conveyor/sql/functions/attempts.sql for the outcomes, the
+-- fence and how a late outcome is recorded.
+SELECT task_id, attempt, applied
+FROM conveyor_end_attempts(
+    %(task_ids)s::bigint[], %(attempts)s::int[], %(outcomes)s::text[],
+    %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
+    %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[],
+    %(started_after)s::float8[], %(trace_ids)s::text[], %(llm_costs)s::numeric[],
+    %(compute_rates)s::float8[]);
 
 -- name: tasks_renew_leases
 -- Extend the leases of the attempts a worker is running. Fenced by attempt like every
@@ -365,12 +278,15 @@ RETURNING t.id;
 -- name: tasks_sweep
 -- Take back tasks whose worker stopped renewing the lease (crashed, frozen, cut off), or,
 -- with %(orphans_of)s, the tasks a reconnecting worker holds but does not know it runs
--- (claims whose commit it never heard of). The attempt becomes 'lost'; the task goes back
--- to the queue, or fails when it has no retries left. The UPDATE repeats the predicate:
--- the rows are locked by then, but the statement must not trust what an earlier snapshot read.
+-- (claims whose commit it never heard of). Their attempts end 'lost' through
+-- conveyor_end_attempts(): the task goes back to the queue at once, or fails when it has
+-- no retries left (the retry rule is the function's). The rows are locked here, as they
+-- are now (FOR UPDATE re-reads a row changed since the snapshot and checks it again), so a
+-- lease renewed meanwhile is not swept, and the function's fence finds them as locked.
 WITH expired AS MATERIALIZED (
-    -- The retry rule (conveyor/policy.py), read from the row as locked.
-    SELECT id, attempts - free_attempts < max_attempts AS retry_left
+    SELECT id, attempts,
+           'attempt ' || attempts || ' lost: worker ' || coalesce(locked_by, '?')
+               || ' stopped renewing its lease' AS error
     FROM tasks
     WHERE status = 'processing'
       AND (lease_expires_at < now()
@@ -378,68 +294,60 @@ WITH expired AS MATERIALIZED (
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
-), swept AS (
-    UPDATE tasks t
-    SET status = CASE WHEN x.retry_left THEN 'enqueued' ELSE 'failed' END,
-        error = 'attempt ' || t.attempts || ' lost: worker ' || coalesce(t.locked_by, '?')
-                || ' stopped renewing its lease',
-        run_after = now(),
-        finished_at = CASE WHEN x.retry_left THEN NULL ELSE clock_timestamp() END,
-        lease_expires_at = NULL,
-        locked_by = NULL
-    FROM expired x
-    WHERE t.id = x.id
-      AND t.status = 'processing'
-      AND (t.lease_expires_at < now()
-           OR (t.locked_by = %(orphans_of)s AND t.id <> ALL(%(keep)s::bigint[])))
-    RETURNING t.id, t.attempts, t.status, t.error
-), lost AS (
-    UPDATE task_attempts a
-    SET status = 'lost', finished_at = clock_timestamp(), error = s.error,
-        -- Charged up to now: the worker's real end is unknown, at most a lease ago. The
-        -- rate by subquery, not a join: an attempt is swept whatever its agent's row says.
-        compute_cost_usd = conveyor_compute_cost(
-            a.started_at, clock_timestamp(),
-            (SELECT g.compute_usd_per_hour FROM agents g WHERE g.name = a.agent))
-    FROM swept s
-    WHERE a.task_id = s.id
-      AND a.attempt = s.attempts
-      AND a.status = 'running'
-    RETURNING a.task_id
+), batch AS (
+    -- All NULL when nothing expired: then the function ends nothing.
+    SELECT array_agg(id) AS ids, array_agg(attempts) AS attempts,
+           array_agg('lost'::text) AS outcomes, array_agg(error) AS errors,
+           array_agg(0::float8) AS retry_delays
+    FROM expired
 )
-SELECT id, status FROM swept;
+SELECT e.task_id AS id, e.status
+FROM batch b
+CROSS JOIN LATERAL conveyor_end_attempts(
+    b.ids, b.attempts, b.outcomes, NULL, b.errors, b.retry_delays,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL) e
+WHERE e.applied
+ORDER BY e.task_id;
 
 -- name: sweeper_lock
 -- One sweeper at a time across all workers; the lock ends with the transaction.
 SELECT pg_try_advisory_xact_lock(hashtext('conveyor.sweeper')) AS locked;
 
 -- name: tasks_cancel
--- Cancel a task that has not finished. A running attempt ends 'cancelled' at once; the
--- NOTIFY of the status change tells its worker to stop the agent, and whatever the agent
--- still reports afterwards is fenced off by attempts_finish.
-WITH target AS (
-    UPDATE tasks
-    SET status = 'cancelled',
-        error = 'cancelled',
-        finished_at = clock_timestamp(),
-        lease_expires_at = NULL,
-        locked_by = NULL
+-- Cancel a task that has not finished. A waiting task is simply cancelled; a running
+-- attempt ends 'cancelled' at once, through conveyor_end_attempts() like every end of an
+-- attempt. The NOTIFY of the status change tells its worker to stop the agent, and
+-- whatever the agent still reports afterwards is fenced off by the same function.
+WITH target AS MATERIALIZED (
+    SELECT id, status, attempts
+    FROM tasks
     WHERE id = %(id)s
       AND status IN ('enqueued', 'processing')
-    RETURNING id, attempts
-), attempt_row AS (
-    UPDATE task_attempts a
-    SET status = 'cancelled', finished_at = clock_timestamp(), error = 'cancelled',
-        compute_cost_usd = conveyor_compute_cost(
-            a.started_at, clock_timestamp(),
-            (SELECT g.compute_usd_per_hour FROM agents g WHERE g.name = a.agent))
-    FROM target t
-    WHERE a.task_id = t.id
-      AND a.attempt = t.attempts
-      AND a.status = 'running'
-    RETURNING a.id
+    FOR UPDATE
+), waiting AS (
+    UPDATE tasks t
+    SET status = 'cancelled',
+        error = 'cancelled',
+        finished_at = clock_timestamp()
+    FROM target x
+    WHERE t.id = x.id
+      AND x.status = 'enqueued'
+    RETURNING t.id
+), running AS (
+    -- All NULL unless the task runs: then the function ends nothing.
+    SELECT array_agg(id) AS ids, array_agg(attempts) AS attempts,
+           array_agg('cancelled'::text) AS outcomes, array_agg('cancelled'::text) AS errors
+    FROM target
+    WHERE status = 'processing'
 )
-SELECT id FROM target;
+SELECT id FROM waiting
+UNION ALL
+SELECT e.task_id
+FROM running r
+CROSS JOIN LATERAL conveyor_end_attempts(
+    r.ids, r.attempts, r.outcomes, NULL, r.errors, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL) e
+WHERE e.applied;
 
 -- name: tasks_retry
 -- Run a failed or cancelled task again, with a fresh allowance of attempts.

@@ -1,0 +1,150 @@
+-- How an attempt ends: the one write that does it, for every way it can end. A worker's
+-- batch of outcomes (queue.finish), a callback from an external job (the same call), the
+-- sweeper (an expired lease) and a cancel all end attempts through conveyor_end_attempts(),
+-- so the retry rule, the fence and the late-outcome record are written here once.
+-- The live text; migrate() applies this file whenever it changes.
+--
+--   outcome     who reports it                    attempt becomes  task becomes
+--   succeeded   worker, callback                  succeeded        completed
+--   failed      worker, callback                  failed           enqueued after retry_delay
+--                                                                  if the reporter wants a
+--                                                                  retry (retry_delay not NULL)
+--                                                                  and one is left; else failed
+--   throttled   worker (the endpoint said 429)    throttled        enqueued, spends no retry
+--   released    worker shutting down              lost             enqueued, spends no retry
+--   cancelled   worker (agent stopped), cancel    cancelled        cancelled
+--   lost        sweeper (lease expired)           lost             as failed: the sweeper
+--                                                                  asks for a retry at once
+--
+-- The Python side of the same list is conveyor.queue.AttemptOutcome.
+
+-- The retry rule (conveyor/policy.py explains it): attempts that were free (throttled,
+-- handed back, or before a manual retry) do not count. One expression: it is inlined.
+CREATE OR REPLACE FUNCTION conveyor_retry_left(attempts integer, free_attempts integer,
+                                               max_attempts integer) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT attempts - free_attempts < max_attempts
+$$;
+
+-- What an attempt's row says of an outcome: a worker's hand-back is recorded as 'lost',
+-- like the sweeper's (task_attempts.status has no 'released').
+CREATE OR REPLACE FUNCTION conveyor_attempt_status(outcome text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE WHEN outcome = 'released' THEN 'lost' ELSE outcome END
+$$;
+
+-- End a batch of attempts, given as parallel arrays (one element per outcome; an array
+-- passed as NULL is NULL for every outcome: the sweeper and a cancel report no usage).
+-- Fenced: a task moves only while it is still 'processing' in the very attempt that
+-- reports (tasks.attempts = the outcome's attempt), so an outcome that arrives after the
+-- sweeper, a cancel or another worker took the task over changes nothing of the task; it
+-- is recorded on its own attempt as late_outcome, with the usage it spent.
+--
+-- Returns one row per attempt row written: applied (it ended the attempt; status is then
+-- the task's new status) or not (recorded as late). An outcome missing from the answer
+-- ended its attempt already: a repeat of a write whose commit the worker did not hear of.
+--
+-- Every caller locks the tasks it ends first or relies on the fence: the worker's rows
+-- are its own (locked by the UPDATE), the sweeper and a cancel lock theirs FOR UPDATE
+-- before they call this, in the same statement. One statement: the statement-level
+-- triggers (rollups, NOTIFY) see the task and its attempt change together.
+CREATE OR REPLACE FUNCTION conveyor_end_attempts(
+    p_task_ids bigint[], p_attempts integer[], p_outcomes text[], p_results jsonb[],
+    p_errors text[], p_retry_delays double precision[], p_models text[],
+    p_input_tokens integer[], p_output_tokens integer[], p_started_after double precision[],
+    p_trace_ids text[], p_llm_costs numeric[], p_compute_rates double precision[]
+) RETURNS TABLE (task_id bigint, attempt integer, applied boolean, status text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH outcome AS MATERIALIZED (
+        -- ended_at: one reading of the clock per outcome, for the attempt's finished_at and
+        -- its compute cost alike, so that the cost is exactly its wall time at the rate.
+        SELECT o.*, coalesce(o.started_after_s, 0) AS started_after,
+               clock_timestamp() AS ended_at
+        FROM unnest(p_task_ids, p_attempts, p_outcomes, p_results, p_errors, p_retry_delays,
+                    p_models, p_input_tokens, p_output_tokens, p_started_after, p_trace_ids,
+                    p_llm_costs, p_compute_rates)
+             AS o(task_id, attempt, outcome, result, error, retry_delay, model,
+                  input_tokens, output_tokens, started_after_s, trace_id, llm_cost,
+                  compute_rate)
+    ), decided AS (
+        SELECT o.*,
+               CASE
+                   WHEN o.outcome = 'succeeded' THEN 'completed'
+                   WHEN o.outcome IN ('throttled', 'released') THEN 'enqueued'
+                   WHEN o.outcome = 'cancelled' THEN 'cancelled'
+                   -- failed, lost: the delay is the reporter's (conveyor.policy.backoff).
+                   WHEN o.retry_delay IS NOT NULL
+                        AND conveyor_retry_left(t.attempts, t.free_attempts, t.max_attempts)
+                       THEN 'enqueued'
+                   ELSE 'failed'
+               END AS new_status
+        FROM outcome o
+        JOIN tasks t ON t.id = o.task_id
+    ), ended AS (
+        UPDATE tasks t
+        SET status = d.new_status,
+            result = CASE WHEN d.outcome = 'succeeded' THEN d.result END,
+            error = d.error,
+            free_attempts = t.free_attempts + (d.outcome IN ('throttled', 'released'))::int,
+            run_after = CASE WHEN d.new_status = 'enqueued'
+                             THEN now() + make_interval(secs => coalesce(d.retry_delay, 0))
+                             ELSE t.run_after END,
+            finished_at = CASE WHEN d.new_status IN ('completed', 'failed', 'cancelled')
+                               THEN d.ended_at END,
+            lease_expires_at = NULL,
+            locked_by = NULL
+        FROM decided d
+        WHERE t.id = d.task_id
+          AND t.status = 'processing'
+          AND t.attempts = d.attempt
+        RETURNING t.id, t.status
+    ), attempt_rows AS (
+        UPDATE task_attempts a
+        SET status = CASE WHEN e.id IS NULL THEN a.status
+                          ELSE conveyor_attempt_status(o.outcome) END,
+            -- A worker may claim a task before a slot is free for it (its prefetch buffer):
+            -- the attempt began when the agent started, not when the task was claimed. Only
+            -- the outcome that ends the attempt says so: a late one, or a repeat of it, must
+            -- not move the start again.
+            started_at = CASE WHEN e.id IS NULL THEN a.started_at
+                              ELSE a.started_at + make_interval(secs => o.started_after) END,
+            finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE o.ended_at END,
+            error = CASE WHEN e.id IS NULL THEN a.error ELSE o.error END,
+            late_outcome = CASE WHEN e.id IS NULL THEN coalesce(a.late_outcome, o.outcome) END,
+            -- Usage is recorded once per attempt: the first report wins, a repeat changes
+            -- nothing.
+            model = coalesce(a.model, o.model),
+            input_tokens = coalesce(a.input_tokens, o.input_tokens),
+            output_tokens = coalesce(a.output_tokens, o.output_tokens),
+            trace_id = coalesce(a.trace_id, o.trace_id),
+            llm_cost_usd = coalesce(a.llm_cost_usd, o.llm_cost),
+            -- Wall time from the agent's start (as above) to now, at the agent's rate: the
+            -- worker sends it (one join less on the hot path); others (a callback, the
+            -- sweeper, a cancel) leave it NULL and the agent's row gives it. A late outcome
+            -- keeps the cost written when its attempt ended (sweep, cancel).
+            compute_cost_usd = CASE
+                WHEN e.id IS NULL THEN a.compute_cost_usd
+                ELSE conveyor_compute_cost(
+                    a.started_at + make_interval(secs => o.started_after), o.ended_at,
+                    coalesce(o.compute_rate, (SELECT g.compute_usd_per_hour FROM agents g
+                                              WHERE g.name = a.agent)))
+            END
+        FROM outcome o
+        LEFT JOIN ended e ON e.id = o.task_id
+        WHERE a.task_id = o.task_id
+          AND a.attempt = o.attempt
+          AND (e.id IS NOT NULL
+               -- Late: the attempt was ended by someone else (sweep, cancel). An attempt
+               -- this very outcome ended already (same status, same error: the worker
+               -- repeats a write whose commit it did not hear of) is left alone, and is
+               -- not late.
+               OR (a.status IN ('lost', 'cancelled')
+                   AND NOT (a.status = conveyor_attempt_status(o.outcome)
+                            AND a.error IS NOT DISTINCT FROM o.error)))
+        RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied, e.status
+    )
+    SELECT r.task_id, r.attempt, r.applied, r.status FROM attempt_rows r;
+END $$;
