@@ -19,12 +19,13 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from conveyor import queue
+from conveyor.db.credentials import Credentials, Provider, as_credentials
 from conveyor.db.migrate import migrate
 from conveyor.db.pool import MIGRATION_STATEMENT_TIMEOUT, Connection, Database, resolve_url
 from conveyor.errors import InvalidTask
-from conveyor.external import Dispatcher
+from conveyor.executors import Dispatcher, Executor
 from conveyor.queue import NewTask, TaskRecord
-from conveyor.settings import Settings
+from conveyor.settings import Settings, SettingsError
 from conveyor.task import Task
 
 T = TypeVar("T")
@@ -46,7 +47,7 @@ class AgentSpec:
     backoff_max: float = 300.0
     window_seconds: float = 60.0
     estimate_tokens: Callable[[Any], int] | None = None
-    dispatcher: Dispatcher | None = None  # set for an external agent
+    dispatcher: Dispatcher | Executor | None = None  # set for an external agent
     compute_usd_per_hour: float | None = None  # None: the settings' default
 
     def registration(self, default_compute_rate: float | None = None) -> queue.AgentRegistration:
@@ -81,11 +82,15 @@ class App:
         settings: Settings | None = None,
         auto_migrate: bool = True,
         pool_size: int = 8,
+        credentials: Credentials | Provider | str | None = None,
     ) -> None:
         base = settings or Settings.from_env()
         if database_url is not None:
             base = Settings(**{**base.__dict__, "database_url": database_url})
         self.settings = base
+        #: Rotating credentials (see conveyor.db.credentials): a callable, MODULE:CALLABLE,
+        #: or CONVEYOR_DATABASE_CREDENTIALS.
+        self.credentials = as_credentials(credentials or base.database_credentials)
         self.auto_migrate = auto_migrate
         self.pool_size = pool_size
         self.agents: dict[str, AgentSpec] = {}
@@ -155,9 +160,12 @@ class App:
 
         return register
 
-    def external(self, name: str, dispatcher: Dispatcher, /, **options: Any) -> AgentSpec:
+    def external(
+        self, name: str, dispatcher: Dispatcher | Executor, /, **options: Any
+    ) -> AgentSpec:
         """Declare an agent whose attempts run as external jobs, started by `dispatcher`
-        (`conveyor.external.SubprocessJob` or `HttpJob`) and finished by a signed callback.
+        (`conveyor.external.SubprocessJob` or `HttpJob`) and finished by a signed callback,
+        or by an executor of its own (see conveyor.executors.base).
         Takes the same options as `agent()`; the lease is kept alive while the job runs."""
         self._check_options(name, **options)
         spec = AgentSpec(
@@ -235,9 +243,17 @@ class App:
         return runtime.db
 
     async def _connect(self) -> _Runtime:
+        if self.credentials is not None and not self.settings.database_url:
+            raise SettingsError(
+                "database credentials are for a server of your own: set CONVEYOR_DATABASE_URL "
+                "(the embedded server has a password of its own)"
+            )
         url = await asyncio.to_thread(lambda: self.database_url)
         db = Database(
-            url, max_size=self.pool_size, statement_timeout=self.settings.statement_timeout
+            url,
+            max_size=self.pool_size,
+            statement_timeout=self.settings.statement_timeout,
+            credentials=self.credentials,
         )
         await db.open(timeout=max(30.0, self.settings.statement_timeout))
         try:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import contextvars
 import json
 import logging
 import math
@@ -38,11 +37,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from conveyor import queue, tracing
+from conveyor import executors, queue, tracing
 from conveyor.app import AgentSpec, App
 from conveyor.db.pool import TRANSIENT_ERRORS, Database
 from conveyor.errors import DatabaseUnavailable, PermanentFailure, Throttled
-from conveyor.external import Dispatcher, Job, attempt_secret
+from conveyor.executors import Attempt, Callback, CalledBack, Executor, JobFailed
+from conveyor.executors.signing import attempt_secret
 from conveyor.listener import Listener
 from conveyor.llm.pricing import Pricer, parse_prices
 from conveyor.log import fields
@@ -124,7 +124,11 @@ class Worker:
         self._progress = asyncio.Event()  # an exchange ended
         self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="conveyor-agent")
         self._db: Database | None = None
-        self._external: dict[int, asyncio.Future[None]] = {}  # external jobs awaiting callback
+        self.executors: dict[str, Executor] = {
+            name: _executor(spec, self._threads) for name, spec in self.specs.items()
+        }
+        # Attempts running, by task id: done when the database says one ended without us.
+        self._ended_elsewhere: dict[int, asyncio.Future[None]] = {}
         self._callback_key: str | None = None
         self.sweeper: Sweeper | None = None
         self.pruner: Pruner | None = None
@@ -208,6 +212,7 @@ class Worker:
             await asyncio.gather(*background, return_exceptions=True)
             if listener is not None:
                 await listener.close()
+            await self._close_executors()
             self._threads.shutdown(wait=False, cancel_futures=True)
             log.info("worker stopped", extra=fields(worker=self.id, finished=self.finished_count))
 
@@ -247,6 +252,17 @@ class Worker:
                 )
                 await _first(asyncio.sleep(delay), self._stop.wait())
                 delay = min(10.0, delay * 2)
+
+    async def _close_executors(self) -> None:
+        for name, executor in self.executors.items():
+            try:
+                await executor.close()
+            except Exception as exc:
+                log.error(
+                    "an executor failed to close",
+                    exc_info=exc,
+                    extra=fields(agent=name, error=_line(exc)),
+                )
 
     async def _drain(self) -> None:
         """After stop(): wait for running agents until the deadline, then hand the rest
@@ -568,12 +584,12 @@ class Worker:
             self._running[claimed.id] = _Run(claimed.attempt, task)
 
     def _outcome(self, claimed: ClaimedTask, kind: str, **values: Any) -> Outcome:
+        values.setdefault("compute_usd_per_hour", self._compute_rates.get(claimed.agent))
         return Outcome(
             task_id=claimed.id,
             attempt=claimed.attempt,
             outcome=kind,
             agent=claimed.agent,
-            compute_usd_per_hour=self._compute_rates.get(claimed.agent),
             **values,
         )
 
@@ -594,15 +610,30 @@ class Worker:
             labels=claimed.labels,
             estimated_tokens=claimed.estimated_tokens,
         )
+        ended_elsewhere: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._ended_elsewhere[claimed.id] = ended_elsewhere
+        attempt = Attempt(
+            task=task,
+            attempt_id=claimed.attempt_id,
+            ended_elsewhere=ended_elsewhere,
+            worker=self,
+            compute_usd_per_hour=self._compute_rates.get(claimed.agent),
+        )
         kind, result, error, retry_delay = "failed", None, None, None
         began = time.monotonic()
         try:
-            if spec.dispatcher is not None:
-                await self._run_external(spec.dispatcher, claimed)
+            try:
+                ended = await self.executors[claimed.agent].run(attempt)
+            finally:
+                # The first attempt that spent tokens loads the price table, off the loop.
+                if self.pricer.needs_loading(task.usage.by_model):
+                    await asyncio.get_running_loop().run_in_executor(
+                        self._threads, self.pricer.load
+                    )
+            if isinstance(ended, CalledBack):
                 self._settled_elsewhere(claimed)
                 return
-            value = await self._call(spec, task)
-            result = json.dumps(value, allow_nan=False, default=_not_json)
+            result = json.dumps(ended.value, allow_nan=False, default=_not_json)
             kind = "succeeded"
         except asyncio.CancelledError:
             run = self._running.get(claimed.id)
@@ -631,6 +662,8 @@ class Worker:
             run = self._running.get(claimed.id)
             if run is not None and run.attempt == claimed.attempt:
                 del self._running[claimed.id]
+            if self._ended_elsewhere.get(claimed.id) is ended_elsewhere:
+                del self._ended_elsewhere[claimed.id]
             self._slot_free.set()
         usage = task.usage
         self._report(
@@ -645,36 +678,13 @@ class Worker:
                 output_tokens=usage.output_tokens if usage.calls else None,
                 started_after=waited,
                 trace_id=task.trace_id,
+                compute_usd_per_hour=attempt.compute_usd_per_hour,
                 llm_cost_usd=self.pricer.attempt_cost(
                     {m: (i, o) for m, (i, o) in task.usage.by_model.items()}
                 ),
             )
         )
         self._fill_slots()
-
-    async def _call(self, spec: AgentSpec, task: Task) -> Any:
-        try:
-            if tracing.enabled():
-                with tracing.attempt_span(task.agent, task.id, task.attempt) as span:
-                    task.trace_id = tracing.trace_id_of(span)
-                    try:
-                        return await self._call_agent(spec, task)
-                    finally:
-                        span.set_attribute("gen_ai.usage.input_tokens", task.usage.input_tokens)
-                        span.set_attribute("gen_ai.usage.output_tokens", task.usage.output_tokens)
-            return await self._call_agent(spec, task)
-        finally:
-            # The first attempt that spent tokens loads the price table, off the loop.
-            if self.pricer.needs_loading(task.usage.by_model):
-                await asyncio.get_running_loop().run_in_executor(self._threads, self.pricer.load)
-
-    async def _call_agent(self, spec: AgentSpec, task: Task) -> Any:
-        assert spec.fn is not None
-        if spec.is_async:
-            return await spec.fn(task)
-        loop = asyncio.get_running_loop()
-        context = contextvars.copy_context()
-        return await loop.run_in_executor(self._threads, context.run, spec.fn, task)
 
     def _report(self, outcome: Outcome) -> None:
         self._outcomes.append(outcome)
@@ -683,59 +693,18 @@ class Worker:
     # -----------------------------------------------------------------------------------
     # External jobs
 
-    async def _run_external(self, dispatcher: Dispatcher, claimed: ClaimedTask) -> None:
-        """Dispatch the attempt's job and wait for its callback to end the attempt (we hear
-        of it by NOTIFY, or at the latest when the lease renewal finds the task gone).
-        Raises JobFailed when the job ends, or times out, without calling back."""
+    async def callback(self, attempt_id: int) -> Callback:
+        """Where an external job of this attempt calls back, and with which secret."""
         assert self._db is not None
         if self._callback_key is None:
             async with self._db.connection() as conn:
                 self._callback_key = await queue.callback_key(conn)
-        job = Job(
-            task_id=claimed.id,
-            attempt=claimed.attempt,
-            attempt_id=claimed.attempt_id,
-            agent=claimed.agent,
-            payload=claimed.payload,
-            callback_url=f"{self.settings.public_url.rstrip('/')}/api/callbacks/"
-            f"{claimed.attempt_id}",
-            secret=attempt_secret(self._callback_key, claimed.attempt_id),
+        return Callback(
+            url=f"{self.settings.public_url.rstrip('/')}/api/callbacks/{attempt_id}",
+            secret=attempt_secret(self._callback_key, attempt_id),
         )
-        called_back: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._external[claimed.id] = called_back
-        dispatched = None
-        try:
-            try:
-                dispatched = await dispatcher.dispatch(job)
-            except Exception as exc:
-                raise JobFailed(f"the job could not be started: {exc}") from exc
-            await self._record_run_id(claimed.attempt_id, dispatched.run_id)
-            waits: list[asyncio.Future[Any]] = [called_back]
-            if dispatched.ended is not None:
-                waits.append(asyncio.ensure_future(dispatched.ended))
-            timeout = getattr(dispatcher, "timeout", None)
-            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            if called_back.done():
-                return
-            if len(waits) > 1 and waits[1].done():
-                # The job ended. Its callback may still be on its way: give it a moment.
-                grace = getattr(dispatcher, "callback_grace", 5.0)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(called_back), grace)
-                    return
-                raise JobFailed(
-                    f"job {dispatched.run_id} exited with status {waits[1].result()} "
-                    "without calling back"
-                )
-            raise JobFailed(f"job {dispatched.run_id} did not call back within {timeout:g}s")
-        except asyncio.CancelledError:
-            if dispatched is not None and dispatched.stop is not None:
-                dispatched.stop()
-            raise
-        finally:
-            self._external.pop(claimed.id, None)
 
-    async def _record_run_id(self, attempt_id: int, run_id: str) -> None:
+    async def record_run_id(self, attempt_id: int, run_id: str) -> None:
         assert self._db is not None
         try:
             async with self._db.connection() as conn:
@@ -804,7 +773,7 @@ class Worker:
         if status != "processing":
             # An external job's callback ended its attempt (the task moved on).
             for task_id in ids:
-                called_back = self._external.get(task_id)
+                called_back = self._ended_elsewhere.get(task_id)
                 if called_back is not None and not called_back.done() and status != "cancelled":
                     called_back.set_result(None)
         if status == "cancelled":
@@ -848,8 +817,15 @@ class _NotJson(Exception):
     pass
 
 
-class JobFailed(Exception):
-    """An external job ended, failed to start, or timed out without calling back."""
+def _executor(spec: AgentSpec, threads: ThreadPoolExecutor) -> Executor:
+    """Where the attempts of this agent run: what app.external() was given, else the
+    worker's loop (async def) or its threads (plain def)."""
+    if spec.dispatcher is not None:
+        return executors.as_executor(spec.dispatcher)
+    assert spec.fn is not None
+    if spec.is_async:
+        return executors.AsyncExecutor(spec.fn)
+    return executors.ThreadExecutor(spec.fn, threads)
 
 
 def _not_json(value: Any) -> Any:
