@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from conveyor.db.credentials import connect_to
 from conveyor.log import fields
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,9 @@ class Listener:
         reconnecting = False
         while True:
             try:
-                self._conn = await psycopg.AsyncConnection.connect(
-                    self.url, autocommit=True, connect_timeout=5
-                )
+                # With the URL's registered credentials, if they rotate (a refused login
+                # asks for fresh ones once; a provider that fails is a connection error).
+                self._conn = await connect_to(self.url, autocommit=True, connect_timeout=5)
                 await self._conn.execute(f"LISTEN {CHANNEL}")
                 self._listening.set()
                 if reconnecting and self.on_reconnect is not None:

@@ -1,6 +1,10 @@
 """Configuration, read from the environment (the CLI's flags override it).
 
 CONVEYOR_DATABASE_URL      a PostgreSQL URL; unset: an embedded server under CONVEYOR_HOME
+CONVEYOR_DATABASE_CREDENTIALS  MODULE:CALLABLE, plain or async, giving the password (and
+                           optionally user, host, port, dbname, expires_at) for every new
+                           connection: rotating tokens (conveyor.db.credentials:rds_iam,
+                           :entra, :lakebase); the URL supplies the rest
 CONVEYOR_HOME              local state (embedded database, documents);
                            default ~/.conveyor, or /var/lib/conveyor for root
 CONVEYOR_API_TOKEN         bearer token for the HTTP API; unset: no authentication
@@ -30,6 +34,8 @@ CONVEYOR_TRACING           otel: OpenTelemetry spans per attempt and model call 
 CONVEYOR_MLFLOW_TRACKING_URI  with tracing on, also send the spans to this MLflow server
                            (MLflow >= 3.6 takes OTLP at /v1/traces; no mlflow package needed)
 CONVEYOR_MLFLOW_EXPERIMENT_ID  the experiment they go to (default 0, MLflow's default)
+CONVEYOR_RAY_ADDRESS       the Ray cluster of Ray-executed agents (ray://host:10001, auto);
+                           unset: a local one, started in the worker's process
 
 Durations accept a unit: 500ms, 45s, 10m, 12h, 30d.
 """
@@ -92,6 +98,7 @@ def _env_bool(name: str, default: bool) -> bool:
 @dataclass(frozen=True)
 class Settings:
     database_url: str | None = None
+    database_credentials: str | None = None  # MODULE:CALLABLE, loaded by the App
     home: Path = field(default_factory=default_home)
     api_token: str | None = None
     poll_interval: float = 1.0
@@ -113,6 +120,7 @@ class Settings:
     tracing: str | None = None
     mlflow_tracking_uri: str | None = None
     mlflow_experiment_id: str = "0"
+    ray_address: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -123,6 +131,7 @@ class Settings:
         home = os.environ.get("CONVEYOR_HOME")
         return cls(
             database_url=os.environ.get("CONVEYOR_DATABASE_URL") or None,
+            database_credentials=os.environ.get("CONVEYOR_DATABASE_CREDENTIALS") or None,
             home=Path(home).expanduser() if home else default_home(),
             api_token=os.environ.get("CONVEYOR_API_TOKEN") or None,
             poll_interval=_env_float("CONVEYOR_POLL_INTERVAL", 1.0),
@@ -138,6 +147,7 @@ class Settings:
                 for name in os.environ.get("CONVEYOR_ALLOWED_HOSTS", "").split(",")
                 if name.strip()
             ),
+            ray_address=os.environ.get("CONVEYOR_RAY_ADDRESS") or None,
             **_llm_settings(),
         )
 

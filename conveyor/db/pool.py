@@ -25,6 +25,13 @@ queueing on a pool that cannot connect. A probe then tries a fresh connection ev
 `PROBE_INTERVAL`; the first that succeeds has the pool discard its dead connections
 (`AsyncConnectionPool.check`) and opens the gate again. A server that restarts is in use
 again within a probe interval of accepting connections.
+
+Credentials that rotate (CONVEYOR_DATABASE_CREDENTIALS, `conveyor.db.credentials`) are
+asked for at every new connection, the probe's included: `BoundedConnection.connect` takes
+them, so that the pool, which only knows a class and keyword arguments, connects with the
+current ones, asks again after a refused login, and keeps `max_lifetime` below the token's.
+(psycopg_pool 3.3 also takes a callable `kwargs`, which could fetch fresh parameters but
+could not retry a refused login with newer ones.)
 """
 
 from __future__ import annotations
@@ -35,13 +42,14 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 from psycopg.abc import PQGen
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from conveyor.db.credentials import Credentials, register
 from conveyor.errors import DatabaseUnavailable
 from conveyor.log import fields
 from conveyor.settings import Settings
@@ -96,6 +104,15 @@ class BoundedConnection(psycopg.AsyncConnection[DictRow]):
     idle_since: float = 0.0
     timed_out: bool = False
 
+    @classmethod
+    async def connect(  # type: ignore[override]
+        cls, conninfo: str = "", *, credentials: Credentials | None = None, **kwargs: Any
+    ) -> Self:
+        connect = super().connect
+        if credentials is None:
+            return await connect(conninfo, **kwargs)
+        return await credentials.connect(connect, conninfo, **kwargs)
+
     async def wait(
         self, gen: PQGen[Any], interval: float = 0.1, timeout: float | None = None
     ) -> Any:
@@ -121,8 +138,14 @@ class Database:
         min_size: int = 1,
         max_size: int = 8,
         statement_timeout: float = 10.0,
+        credentials: Credentials | None = None,
+        max_lifetime: float = 3600.0,
     ) -> None:
         self.url = url
+        self.credentials = credentials
+        self.max_lifetime = max_lifetime
+        if credentials is not None:
+            register(url, credentials)  # for the LISTEN connection, opened from the URL
         self.statement_timeout = statement_timeout
         self.answer_timeout = statement_timeout + GRACE
         self.connect_timeout = max(2, round(min(statement_timeout, 10.0)))
@@ -144,11 +167,13 @@ class Database:
             # and tells us, the probe takes over, and a request grows the pool again.
             reconnect_timeout=0,
             reconnect_failed=self._reconnect_failed,
+            max_lifetime=max_lifetime,
             name="conveyor",
         )
 
     def _connect_options(self) -> dict[str, Any]:
-        return {
+        options: dict[str, Any] = {"credentials": self.credentials} if self.credentials else {}
+        return options | {
             "autocommit": True,
             "row_factory": dict_row,
             "connect_timeout": self.connect_timeout,
@@ -164,6 +189,11 @@ class Database:
     async def _configure(self, conn: BoundedConnection) -> None:
         conn.answer_timeout = self.answer_timeout
         conn.idle_since = time.monotonic()
+        lifetime = self.credentials.lifetime() if self.credentials is not None else None
+        if lifetime is not None:
+            # Read by the pool right after this hook, for this connection's expiry: it is
+            # retired (and replaced with fresh credentials) before its token expires.
+            self.pool.max_lifetime = min(self.max_lifetime, lifetime)
         # A session setting rather than a startup `options`, which poolers such as
         # PgBouncer refuse.
         await conn.execute(
