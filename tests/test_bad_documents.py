@@ -82,8 +82,8 @@ async def test_bad_documents_end_clearly_and_the_worker_goes_on(
         "truncated.pdf": (truncated(make_invoice(1).pdf), PDF, "'truncated.pdf' cannot be opened"),
         "garbage.pdf": (garbage(2), PDF, "'garbage.pdf' cannot be opened"),
         "locked.pdf": (encrypted(3), PDF, "protected by a password"),
-        # PDFium refuses to open a document without pages at all.
-        "no-pages.pdf": (_pdf(0, text=False), PDF, "'no-pages.pdf' cannot be opened"),
+        # PDFium refuses to open a document without pages at all; the file says why.
+        "no-pages.pdf": (_pdf(0, text=False), PDF, "'no-pages.pdf' has no pages"),
         "books.xml": (b"<?xml version='1.0'?><books/>", XML, "'books.xml' is not an e-invoice"),
         "cut.png": (_png(cut=True), "image/png", "cannot be decoded as a picture"),
     }

@@ -12,7 +12,7 @@ from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_labels import field_label, fold, sum_label
 from conveyor.agents.offline import extract_offline
-from conveyor.agents.values import NumberStyle, cell_amount, currency_of, dates_in
+from conveyor.agents.values import NumberStyle, cell_amount, currency_of, dates_in, number_styles
 from conveyor.documents.text import extract_text
 
 Draw = list[tuple[float, float, str] | tuple[float, float, str, float]]
@@ -417,3 +417,36 @@ def test_a_table_of_services_with_a_description_and_an_amount() -> None:
     ]
     assert data["total"] == "1650.00" and data["customer"]["name"] == "Cedar Cafe"
     assert fields["line_items"] < 0.9  # no quantity x price to check them by
+
+
+def test_tax_labels_after_a_rate_or_a_plus_and_whole_amounts_with_dashed_cents() -> None:
+    for text in ("plus VAT 14%", "10% VAT:", "zzgl. 19 % USt.", "Total Impuesto", "DPH 21 %:"):
+        found = sum_label(text)
+        assert found is not None and found[0] == "tax", text
+    assert sum_label("5 Stück") is None and sum_label("19 % Rabatt") is None
+    assert sum_label("Cena bez daně:") == ("net", len("Cena bez daně"))
+    comma = NumberStyle(",", ".")
+    assert cell_amount("Kč 12.100,-", comma) == Decimal("12100")
+    assert cell_amount("45.-", NumberStyle(".", ",")) == Decimal("45")
+    assert currency_of("Kč 900") == "CZK"
+
+
+def test_dots_that_only_group_thousands_make_a_decimal_comma_document() -> None:
+    assert number_styles("Kč 1.000  Kč 9.000  Kč 12.100,-")[0] == NumberStyle(",", ".")
+    assert number_styles("Net 1.000  Tax 190")[0] == NumberStyle(",", ".")
+    assert number_styles("Net 1,000.00  Tax 190.00")[0] == NumberStyle(".", ",")
+
+
+def test_more_party_headings_and_labels() -> None:
+    from conveyor.agents.invoice_labels import TITLE, party_heading
+
+    assert party_heading("Provider") == ("seller", 8)
+    assert party_heading("Aussteller") == ("seller", 10)
+    assert party_heading("Recipient") == ("buyer", 9)
+    assert party_heading("Empfänger") == ("buyer", 9)
+    assert party_heading("Kupující") == ("buyer", 8)
+    assert TITLE.match(fold("Faktura")) and TITLE.match(fold("Fatura"))
+    found = field_label("Payment until:")
+    assert found is not None and found[0] == "due"
+    found = field_label("Datum splatnosti")
+    assert found is not None and found[0] == "due"

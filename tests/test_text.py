@@ -98,6 +98,28 @@ def test_unreadable_pdfs_are_refused_clearly(make: object, expected: str) -> Non
     assert "'scan.pdf'" in str(caught.value)
 
 
+def _no_pages() -> bytes:
+    import io
+
+    import pypdfium2 as pdfium  # type: ignore[import-untyped]
+
+    empty, out = pdfium.PdfDocument.new(), io.BytesIO()
+    empty.save(out)
+    empty.close()
+    return out.getvalue()
+
+
+def test_a_pdf_without_pages_says_so_even_after_an_encrypted_one(tmp_path: Path) -> None:
+    # PDFium's error code is its last error: read after an encrypted PDF, a page-less one
+    # was reported as protected by a password. The reason comes from the file now.
+    with pytest.raises(UnreadableDocument, match="protected by a password"):
+        extract_text(encrypted(2), name="locked.pdf")
+    (tmp_path / "empty.pdf").write_bytes(_no_pages())
+    for source in (_no_pages(), tmp_path / "empty.pdf"):
+        with pytest.raises(UnreadableDocument, match=r"'empty\.pdf' has no pages$"):
+            extract_text(source, name="empty.pdf")
+
+
 def test_a_missing_file_is_unreadable(tmp_path: Path) -> None:
     with pytest.raises(UnreadableDocument):
         extract_text(tmp_path / "nope.pdf")

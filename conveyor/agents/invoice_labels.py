@@ -69,6 +69,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"fecha\s*(?:de\s*)?(?:la\s*)?(?:factura|emision|expedicion)",
         r"data\s*(?:della\s*)?fattura",
         r"data\s*(?:di\s*)?emissione",
+        r"datum\s*(?:vydani|vystaveni)",
     ],
     "date": [r"date", r"datum", r"fecha", r"data", r"dated"],
     "due": [
@@ -79,6 +80,9 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"due\s*(?:by|on)?",
         r"f[a]llig\w*(?:\s*(?:am|bis))?",
         r"zahlbar\s*bis",
+        r"pay(?:ment|able)?\s*until",
+        r"datum\s*splatnosti",
+        r"splatnost",
         r"zahlungsziel",
         r"date\s*d'?\s*echeance",
         r"echeance",
@@ -134,6 +138,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"totaal\s*(?:bedrag\s*)?excl\.?\s*(?:btw)?",
         r"base\s*imponible",
         r"(?:totale\s*)?imponibile",
+        r"cena\s*bez\s*dane",
+        r"zaklad\s*dane",
     ],
     "lines": [
         r"positionssumme",
@@ -160,6 +166,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"iva",
         r"importe\s*(?:del\s*)?iva",
         r"imposta",
+        r"(?:total\s*(?:de\s*)?)?impuestos?",
+        r"dph",
     ],
     "gross": [
         r"grand\s*total",
@@ -182,6 +190,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"importe\s*total",
         r"total\s*(?:de\s*(?:la\s*)?)?factura",
         r"totale(?:\s*(?:fattura|documento|complessivo))?",
+        r"celkem(?:\s*k\s*uhrade)?",
     ],
     "due": [
         r"amount\s*due",
@@ -236,6 +245,14 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"vendor",
         r"from",
         r"issued\s*by",
+        r"provider",
+        r"biller",
+        r"issuer",
+        r"aussteller",
+        r"prestataire",
+        r"emittente",
+        r"prodejce",
+        r"dodavatel",
         r"fournisseur",
         r"vendeur",
         r"emetteur",
@@ -262,6 +279,10 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"client",
         r"buyer",
         r"purchaser",
+        r"recipient",
+        r"empfanger",
+        r"kupujici",
+        r"odberatel",
         r"kaufer(?:\s*/\s*leistungsempfanger)?",
         r"rechnungsempfanger",
         r"leistungsempfanger",
@@ -329,6 +350,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"descrizione",
         r"prodotto",
         r"activity",
+        r"polozka",
         r"text",
     ],
     "quantity": [
@@ -346,6 +368,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"units?",
         r"hours",
         r"hrs\.?",
+        r"pocet",
     ],
     "price": [
         r"unit\s*price",
@@ -364,6 +387,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"prezzo(?:\s*unitario)?",
         r"unit\s*cost",
         r"unitaire",
+        r"cena\s*za\s*(?:polozku|jednotku|mj)",
     ],
     "amount": [
         r"amount",
@@ -383,6 +407,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"importo",
         r"net\s*amount",
         r"ext\.?\s*price",
+        r"celkem(?:\s*bez\s*dane)?",
     ],
     "rate": [
         r"ust\.?",
@@ -403,12 +428,12 @@ TABLE_END = re.compile(
     r"zahlungsart|summe|gesamt\w*|subtotal|sub-total|sub total|total|tax|vat|payment|"
     r"bemerkung\w*|notes|taxe|tva|btw|iva|netto|brutto|positionssumme|zwischensumme|"
     r"rechnungsbetrag|endbetrag|conditions|betalingsinformatie|totaal|base imponible|"
-    r"imponibile|amount due|balance)(?![a-z])"
+    r"imponibile|amount due|balance|cena bez dane|dph)(?![a-z])"
 )
 
 # Invoice titles: the word, alone or ending a compound ("Handelsrechnung").
 TITLE = re.compile(
-    r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|"
+    r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|faktura|fatura|"
     r"credit\s*note|gutschrift|avoir|creditnota|nota\s*de\s*credito)" + _END
 )
 
@@ -461,10 +486,24 @@ def field_label(text: str) -> tuple[str, int] | None:
     return _longest(_FIELDS, text)
 
 
+# What may stand before a tax label: "plus VAT 14%", "zzgl. 19 % USt.", "10% VAT:".
+_TAX_PREFIX = re.compile(
+    r"(?=\S)(?:(?:plus|zzgl\.?|zuzuglich|\+)\s*)?(?:\d{1,2}(?:[.,]\d{1,2})?\s*%\s*)?"
+)
+
+
 @lru_cache(maxsize=65536)
 def sum_label(text: str) -> tuple[str, int] | None:
     """(kind, end) when `text` starts with a label of a sum: net, tax, gross, due..."""
-    return _longest(_SUMS, text)
+    found = _longest(_SUMS, text)
+    if found:
+        return found
+    prefix = _TAX_PREFIX.match(fold(text))
+    if prefix and prefix.end():
+        after = _longest(_SUMS, text, prefix.end())
+        if after and after[0] == "tax":
+            return after
+    return None
 
 
 @lru_cache(maxsize=65536)

@@ -50,6 +50,9 @@ class NumberStyle:
         return -value if negative else value
 
 
+_DASH_CENTS = re.compile(r"\d,[-\u2013](?![\d-])")
+
+
 def number_styles(text: str) -> list[NumberStyle]:
     """The document's likely number styles, best first. The decimal separator is voted by
     which separator ends amounts with 1-2 digits; the thousands separator is the one seen
@@ -66,7 +69,11 @@ def number_styles(text: str) -> list[NumberStyle]:
             votes[token[tail.start()]] += 1
         if match.group("sep"):
             thousands[match.group("sep")] += 1
+    # "12.100,-": whole amounts whose cents are a dash still show their decimal comma.
+    votes[","] += len(_DASH_CENTS.findall(text))
     decimal = "," if votes[","] > votes["."] else "."
+    if not sum(votes.values()) and thousands["."] > thousands[","]:
+        decimal = ","  # only "1.000" and "12.500": dots that group thousands
     candidates = ("'", ",") if decimal == "." else (".", " ")
     ranked = sorted(candidates, key=lambda sep: -thousands[sep])
     # The usual separator first when nothing was seen.
@@ -230,9 +237,11 @@ def resolve(token: DateToken, order: str) -> datetime.date | None:
 
 _CELL_NOISE = re.compile(
     # Codes and signs, and a tax-category letter after the amount ("170,00 B").
-    r"(?:\b(?:[A-Z]{3})\b|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|(?<=\d)\s+[A-Z]$)",
+    r"(?:\b(?:[A-Z]{3})\b|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|(?<=\d)\s+[A-Z]$)",
     re.IGNORECASE,
 )
+# "12.100,-" and "45.-": a whole amount, its cents written as a dash.
+_NO_CENTS = re.compile(r"(?<=\d)[.,][-\u2013]$")
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # minus sign, en dash
 _CELL_NUMBER = re.compile(r"^-?\s*\d[\d.,' ]*$")
 
@@ -241,7 +250,7 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     """The one number a table cell or a value prints ("1.234,56 €", "EUR 31,00", "-0,00",
     "41,1765 €"), read in the document's style; None when the cell is not just a number
     (a percentage, a date, words). Unit prices keep their 3-4 decimals."""
-    stripped = _CELL_NOISE.sub(" ", text.translate(_MINUS)).strip()
+    stripped = _CELL_NOISE.sub(" ", _NO_CENTS.sub("", text.strip())).translate(_MINUS).strip()
     if not stripped or not _CELL_NUMBER.match(stripped) or "%" in text:
         return None
     compact = stripped.replace(" ", "")

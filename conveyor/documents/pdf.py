@@ -7,6 +7,7 @@ render pages in threads must too).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,15 +24,15 @@ def open_pdf(source: Path | bytes, which: str = "the PDF") -> Iterator[Any]:
     """The PDFium document at `source`, opened and closed under PDFIUM_LOCK; between the
     two the caller takes the lock for each call it makes (page by page, so that another
     thread's document gets its turn). UnreadableDocument, saying why, if PDFium cannot
-    open it (damaged, protected by a password) or the file cannot be read."""
+    open it (damaged, protected by a password, without pages) or the file cannot be read."""
     # Imported here: processes that never read PDFs do not load PDFium.
     import pypdfium2 as pdfium  # type: ignore[import-untyped]
 
     with PDFIUM_LOCK:
         try:
             document = pdfium.PdfDocument(source)
-        except pdfium.PdfiumError as exc:
-            raise UnreadableDocument(f"{which} cannot be opened: {_reason(exc)}") from None
+        except pdfium.PdfiumError:
+            raise UnreadableDocument(f"{which} {_refused(source)}") from None
         except OSError as exc:  # a path that is not there, or not readable
             raise UnreadableDocument(f"{which} cannot be read: {exc.strerror or exc}") from None
     try:
@@ -41,11 +42,31 @@ def open_pdf(source: Path | bytes, which: str = "the PDF") -> Iterator[Any]:
             document.close()
 
 
-def _reason(exc: Exception) -> str:
-    message = str(exc)
-    if "password" in message.lower():
-        return "it is protected by a password (send it decrypted)"
-    return f"it is damaged or not a PDF ({message})"
+# Why PDFium refused a file is read from the file itself: PDFium's error code is its
+# *last* error, which may be left over from another document (a zero-page PDF read after
+# an encrypted one was reported as "protected by a password").
+_ENCRYPTED = re.compile(rb"/Encrypt\b")
+_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
+_NO_KIDS = re.compile(rb"/Count\s+0(?![0-9.])")
+_FIRST_BYTES = 32 * 1024 * 1024  # enough for any trailer we would believe
+
+
+def _refused(source: Path | bytes) -> str:
+    """What to say about a PDF PDFium cannot open: protected, without pages, or damaged."""
+    try:
+        data = source if isinstance(source, bytes) else _head(source)
+    except OSError:
+        data = b""
+    if _ENCRYPTED.search(data):
+        return "cannot be opened: it is protected by a password (send it decrypted)"
+    if data.startswith(b"%PDF") and _NO_KIDS.search(data) and not _PAGE.search(data):
+        return "has no pages"
+    return "cannot be opened: it is damaged or not a PDF"
+
+
+def _head(path: Path) -> bytes:
+    with path.open("rb") as file:
+        return file.read(_FIRST_BYTES)
 
 
 def page_count(path: Path, name: str | None = None) -> int:
