@@ -1,0 +1,157 @@
+"""What the queue takes and gives: tasks to enqueue, claimed tasks, outcomes, records.
+
+`AttemptOutcome` names every way an attempt ends; `conveyor_end_attempts()` in
+conveyor/sql/functions/attempts.sql is the one write that applies them, and says what
+each does to the attempt and its task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from conveyor import policy
+from conveyor.states import AttemptStatus, TaskStatus
+
+
+class AttemptOutcome(StrEnum):
+    """How an attempt ends, as whoever ends it reports it (the table of what each does is
+    in conveyor/sql/functions/attempts.sql)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # a retry after `retry_delay` if one is left; None = no retry
+    THROTTLED = "throttled"  # the endpoint said 429: back in the queue, no retry spent
+    RELEASED = "released"  # a worker shutting down hands it back: no retry spent
+    CANCELLED = "cancelled"  # the agent stopped (the task was cancelled), or a cancel
+    LOST = "lost"  # the sweeper: the lease expired
+
+
+#: What Outcome.outcome may be: checked once per batch before it is written.
+OUTCOMES: frozenset[str] = frozenset(AttemptOutcome)
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A task to enqueue. `run_after` delays it (a datetime, or seconds from now)."""
+
+    agent: str
+    payload: Any = None
+    priority: int = 0
+    idempotency_key: str | None = None
+    estimated_tokens: int | None = None
+    max_attempts: int | None = None
+    run_after: datetime | timedelta | float | None = None
+    tenant: str | None = None
+    labels: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedTask:
+    """A task a worker claimed, in the attempt it claimed it for."""
+
+    id: int
+    attempt_id: int
+    agent: str
+    payload: Any
+    priority: int
+    attempt: int
+    max_attempts: int
+    free_attempts: int
+    estimated_tokens: int | None
+    tenant: str | None
+    labels: dict[str, str]
+    created_at: datetime
+    lease_expires_at: datetime
+    reserved_tokens: int = 0
+
+    @property
+    def charged_attempts(self) -> int:
+        """Attempts that spent a retry, this one included."""
+        return policy.charged_attempts(self.attempt, self.free_attempts)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How an attempt ended, as the worker reports it."""
+
+    task_id: int
+    attempt: int
+    outcome: str  # an AttemptOutcome (a plain string is accepted)
+    result: str | None = None  # JSON text
+    error: str | None = None
+    retry_delay: float | None = None  # failed: seconds before the retry; None = no retry
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    started_after: float = 0.0  # seconds the claimed task waited in the worker's buffer
+    trace_id: str | None = None
+    llm_cost_usd: float | None = None
+    compute_usd_per_hour: float | None = None  # None: the rate on the agent's row
+    agent: str | None = None  # for the worker's own bookkeeping (throttling); not written
+
+
+@dataclass(frozen=True, slots=True)
+class FinishResult:
+    task_id: int
+    attempt: int
+    applied: bool  # False: the attempt had already ended; the outcome was recorded as late
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    id: int
+    task_id: int
+    attempt: int
+    worker_id: str | None
+    run_id: str | None
+    trace_id: str | None
+    status: AttemptStatus
+    started_at: datetime
+    finished_at: datetime | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    llm_cost_usd: float | None
+    compute_cost_usd: float | None
+    error: str | None
+    late_outcome: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    id: int
+    agent: str
+    status: TaskStatus
+    priority: int
+    payload: Any
+    result: Any
+    error: str | None
+    idempotency_key: str | None
+    estimated_tokens: int | None
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    lease_expires_at: datetime | None
+    locked_by: str | None
+    tenant: str | None
+    labels: dict[str, str]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    attempt_history: tuple[AttemptRecord, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRegistration:
+    """What an App tells the database about an agent it declares."""
+
+    name: str
+    max_attempts: int = 3
+    lease_seconds: float = 60.0
+    max_concurrent: int | None = None
+    max_tpm: int | None = None
+    max_rpm: int | None = None
+    window_seconds: float = 60.0
+    compute_usd_per_hour: float | None = None
