@@ -7,6 +7,9 @@ CONVEYOR_DATABASE_CREDENTIALS  MODULE:CALLABLE, plain or async, giving the passw
                            :entra, :lakebase); the URL supplies the rest
 CONVEYOR_HOME              local state (embedded database, documents);
                            default ~/.conveyor, or /var/lib/conveyor for root
+CONVEYOR_DOCUMENTS_URL     where uploaded documents are stored, for every worker to read:
+                           postgresql (default: in the database), file:///folder, or
+                           s3://, gs://, abfs://bucket/prefix (extras s3, gcs, azure)
 CONVEYOR_API_TOKEN         bearer token for the HTTP API; unset: no authentication
 CONVEYOR_POLL_INTERVAL     seconds between polls of an idle worker (default 1)
 CONVEYOR_LISTEN            0 turns LISTEN/NOTIFY off, behind a transaction pooler (default 1)
@@ -120,6 +123,7 @@ class Settings:
     tracing: str | None = None
     mlflow_tracking_uri: str | None = None
     mlflow_experiment_id: str = "0"
+    documents_url: str = "postgresql"  # canonical (conveyor.document_urls)
     ray_address: str | None = None
 
     @classmethod
@@ -148,8 +152,19 @@ class Settings:
                 if name.strip()
             ),
             ray_address=os.environ.get("CONVEYOR_RAY_ADDRESS") or None,
+            documents_url=_documents_url(),
             **_llm_settings(),
         )
+
+
+def _documents_url() -> str:
+    """CONVEYOR_DOCUMENTS_URL, checked (not reached) here: a bad one stops start-up."""
+    from conveyor.document_urls import VARIABLE, BadStoreUrl, parse
+
+    try:
+        return parse(os.environ.get(VARIABLE)).url
+    except BadStoreUrl as exc:
+        raise SettingsError(f"{VARIABLE}={exc}") from None
 
 
 def _statement_timeout() -> float:

@@ -3,6 +3,7 @@ PostgreSQL, each made a task; and `submit_files`, the same without HTTP."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import struct
@@ -81,6 +82,13 @@ def declared_app(settings: Settings) -> App:
     app.agent("reader")(_noop)
     app.agent("summary")(_noop)
     return app
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """These tests look at the files: the folder store (PostgreSQL and S3 are covered by
+    test_document_store.py, through the same upload code)."""
+    return dataclasses.replace(settings, documents_url=f"file://{settings.home / 'documents'}")
 
 
 @pytest.fixture

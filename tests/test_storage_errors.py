@@ -8,6 +8,7 @@ Mounting needs root (these tests run as root in CI, like the embedded server's t
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import subprocess
@@ -23,9 +24,17 @@ import pytest
 from conveyor.documents.errors import StorageFull, StorageNotWritable, StorageUnavailable
 from conveyor.documents.storage import DocumentStore, storage_error
 from conveyor.settings import Settings
+from conveyor.web.documents import check_store
 from conveyor.web.errors import storage_response
 from tests.test_documents import declared_app, error_of, png, upload
 from tests.web import serving
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The folder store, on the mounts below (uploads to any store are spooled to
+    CONVEYOR_HOME/documents/tmp first, so a full disk there is the same 507)."""
+    return dataclasses.replace(settings, documents_url=f"file://{settings.home / 'documents'}")
 
 
 def _mount(folder: Path, options: str) -> Iterator[Path]:
@@ -50,16 +59,19 @@ STALE = "tmp/upload-stale"
 
 @pytest.fixture
 def read_only_store(settings: Settings) -> Iterator[DocumentStore]:
-    """A read-only mount that holds the temp file of an upload that died two days ago
-    (the first upload's sweep cannot remove it)."""
+    """A mount that holds the temp file of an upload that died two days ago (the first
+    upload's sweep cannot remove it once `make_read_only` made the mount read-only)."""
     root = settings.home / "documents"
     for _ in _mount(root, "size=1m"):
         stale = root / STALE
         stale.parent.mkdir()
         stale.write_bytes(b"partial")
         os.utime(stale, (time.time() - 2 * 86400,) * 2)
-        subprocess.run(["mount", "-o", "remount,ro", str(root)], check=True)
         yield DocumentStore(root)
+
+
+def make_read_only(store: DocumentStore) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(store.root)], check=True)
 
 
 def files_under(root: Path) -> list[Path]:
@@ -100,13 +112,29 @@ async def test_a_full_documents_folder_is_a_507_and_keeps_nothing(
         ]
 
 
-async def test_a_read_only_documents_folder_is_a_503_and_keeps_nothing(
+async def test_a_read_only_documents_folder_stops_start_up(
+    settings: Settings, read_only_store: DocumentStore
+) -> None:
+    """The web app's lifespan runs this check (a failed lifespan ends uvicorn with a
+    SystemExit, which asyncio will not hand to a test)."""
+    make_read_only(read_only_store)
+    app = declared_app(settings)
+    try:
+        with pytest.raises(StorageNotWritable, match="read-only") as raised:
+            await check_store(app)
+        assert str(read_only_store.root) in str(raised.value)
+    finally:
+        await app.aclose()
+
+
+async def test_a_documents_folder_that_turns_read_only_is_a_503_and_keeps_nothing(
     settings: Settings, read_only_store: DocumentStore, conn: psycopg.AsyncConnection[Any]
 ) -> None:
     async with (
         serving(declared_app(settings)) as url,
         httpx.AsyncClient(base_url=url, timeout=10) as client,
     ):
+        make_read_only(read_only_store)
         response = await upload(client, ("a.png", png()), ("b.png", png(3, 3)), agent="reader")
         assert response.status_code == 503, response.text
         assert response.headers["content-type"] == "application/json"

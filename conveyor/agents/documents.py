@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,6 @@ from conveyor.app import App
 from conveyor.documents import ocr
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.sniff import PDF, XML
-from conveyor.documents.storage import DocumentStore
 from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import Extraction
 from conveyor.einvoice import NotAnInvoice
@@ -52,6 +52,7 @@ AGENTS = {"invoice": "invoice", "contract": "contract", "document": None}
 """Agent name -> the document type it extracts (None: classify first)."""
 
 VISION_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}  # what models take
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 LEASE_SECONDS = 120.0  # renewed while it runs; the lease only bounds how long a crash hides
 
 
@@ -66,31 +67,32 @@ class DocumentAgents:
         outlive the attempt or cross event loops. None when no model is configured."""
         return LLMClient.from_settings(self.app.settings)
 
-    def document_path(self, payload: Any) -> tuple[Path, str | None]:
-        """Where the payload's document is stored, and its name."""
+    async def document_path(self, payload: Any) -> tuple[Path, str | None]:
+        """A local file with the payload's document, from the store its row names (a
+        copy fetched from PostgreSQL or an object store), and its name. Gone or damaged:
+        PermanentFailure; a store or database that cannot answer raises, and is retried."""
+        from conveyor.documents.stores import DocumentMissing
+        from conveyor.documents.stores.reader import document_file
+
         if not isinstance(payload, dict) or not isinstance(payload.get("sha256"), str):
             raise PermanentFailure(
                 "the payload names no document: it needs a 'sha256' of a stored file "
                 "(submit files with `conveyor submit FILE --agent AGENT` or POST /api/documents)"
             )
         sha256 = payload["sha256"]
-        store = DocumentStore.for_settings(self.app.settings)
+        if not _SHA256.match(sha256):
+            raise PermanentFailure(f"{sha256!r} is not a sha256 (64 hex digits)")
         try:
-            path = store.path_of(sha256)
-        except ValueError:
-            raise PermanentFailure(f"{sha256!r} is not a sha256 (64 hex digits)") from None
-        if not path.is_file():
-            raise PermanentFailure(
-                f"document {sha256[:12]}... is not in the document store at {store.root} "
-                "(was it stored under another CONVEYOR_HOME?)"
-            )
+            path = await document_file(await self.app.database(), self.app.settings, sha256)
+        except DocumentMissing as exc:
+            raise PermanentFailure(str(exc)) from None
         name = payload.get("name")
         return path, name if isinstance(name, str) else None
 
     async def extract(self, task: Task, doc_type: str | None) -> dict[str, Any]:
         from conveyor.documents.text import extract_text
 
-        path, name = self.document_path(task.payload)
+        path, name = await self.document_path(task.payload)
         media_type = task.payload.get("media_type") or PDF
         if media_type == XML:
             return await self.extract_xml(doc_type, path, name)

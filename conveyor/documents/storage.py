@@ -1,4 +1,6 @@
-"""Content-addressed storage of documents, in a folder under CONVEYOR_HOME.
+"""Content-addressed files in a folder: the spool every upload goes through, and the
+folder store (`conveyor.documents.stores.folder`) and the documents of before stores had
+names (CONVEYOR_HOME/documents) are laid out by it.
 
 A file is streamed to `tmp/` while it is counted and hashed, and its media type is sniffed
 from its first bytes; once complete (and flushed to disk) it is renamed to
@@ -11,7 +13,10 @@ A folder that cannot take the file (full, read-only, not ours) raises StorageUna
 
     store = DocumentStore(settings.home / "documents")
     stored = await store.put(chunks)              # an async iterable of bytes
-    store.path_of(stored.sha256)                  # where a document agent reads it
+    store.path_of(stored.sha256)                  # where it is
+
+An upload for another store (`conveyor.documents.submit`) is only spooled here: once
+`finish()`ed, `file()` describes the complete temp file the store takes it from.
 """
 
 from __future__ import annotations
@@ -189,6 +194,13 @@ class Upload:
             self.discard()
             raise
 
+    def file(self) -> StoredFile:
+        """The finished file, still in its temp path (for a store to take it from)."""
+        self._expect("finished")
+        assert self.sha256 is not None and self.media_type is not None
+        assert self._temp is not None
+        return StoredFile(self.sha256, self.size, self.media_type, self.page_count, self._temp)
+
     async def commit(self) -> StoredFile:
         """Move the finished file into the store (or drop it: those bytes are there)."""
         self._expect("finished")
@@ -269,7 +281,7 @@ class Upload:
                 # Two uploads of the same new bytes may both get here; either rename
                 # leaves the same complete file in place.
                 os.replace(self._temp, final)
-                _fsync_dir(final.parent)
+                fsync_dir(final.parent)
             self._state = "committed"
             return final
 
@@ -295,7 +307,7 @@ def storage_error(exc: OSError, root: Path) -> StorageUnavailable:
     return StorageUnavailable(root, f"failed ({reason})", "check the disk it is on")
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     """Make a rename in `folder` durable."""
     fd = os.open(folder, os.O_RDONLY)
     try:

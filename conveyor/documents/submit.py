@@ -24,7 +24,8 @@ from conveyor import queue
 from conveyor.app import App
 from conveyor.db.pool import Connection
 from conveyor.documents.errors import DocumentError, IdempotencyConflict
-from conveyor.documents.storage import DocumentStore, StoredFile, Upload
+from conveyor.documents.storage import StoredFile, Upload
+from conveyor.documents.stores import Store, configured_store, spool_for
 from conveyor.errors import InvalidTask, UnknownAgent
 from conveyor.queue import PRIORITY_MAX, PRIORITY_MIN, NewTask
 from conveyor.sql import documents as Q
@@ -45,6 +46,7 @@ class DocumentRecord:
     page_count: int | None
     name: str | None  # of the first upload of these bytes
     created_at: datetime
+    store: str | None  # where its bytes are (conveyor.documents.stores); None: legacy folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +117,7 @@ async def submit_uploads(
     check_options(
         agent=agent, priority=priority, idempotency_key=idempotency_key, files=len(uploads)
     )
-    stored = [await upload.commit() for upload in uploads]
+    stored = [upload.file() for upload in uploads]
     names = [upload.name for upload in uploads]
     keys = [
         task_key(f.sha256, rerun=rerun, idempotency_key=idempotency_key, index=i, count=len(stored))
@@ -123,7 +125,6 @@ async def submit_uploads(
     ]
     db = await app.database()
     async with db.connection() as conn:
-        documents = await _record(conn, stored, names)
         cur = await conn.execute(
             Q.documents_tasks_by_key, {"agent": agent, "keys": [k for k in keys if k]}
         )
@@ -134,22 +135,34 @@ async def submit_uploads(
                 f"idempotency key {key!r} already names task {existing[key]['id']} of agent "
                 f"{agent!r}, for other bytes; use a new key"
             )
-    tasks = [
-        NewTask(
-            agent,
-            {
-                "document_id": documents[f.sha256].id,
-                "sha256": f.sha256,
-                "name": name,
-                "media_type": f.media_type,
-                "pages": f.page_count,
-            },
-            priority,
-            key,
-        )
-        for f, name, key in zip(stored, names, keys, strict=True)
-    ]
-    ids = await app.enqueue_many_async(tasks)
+    store = configured_store(app.settings)
+    files = {f.sha256: f for f in stored}
+    for file in files.values():
+        await store.publish(file.path, file.sha256)  # before any row names them
+    async with db.connection() as conn, conn.transaction():
+        # The rows, the bytes (PostgreSQL) and the tasks commit together or not at all.
+        documents = await _record(conn, stored, names, store)
+        for sha256, file in files.items():
+            if documents[sha256].store == store.url:
+                await store.settle(conn, file.path, sha256, documents[sha256].id)
+        tasks = [
+            app._estimated(
+                NewTask(
+                    agent,
+                    {
+                        "document_id": documents[f.sha256].id,
+                        "sha256": f.sha256,
+                        "name": name,
+                        "media_type": f.media_type,
+                        "pages": f.page_count,
+                    },
+                    priority,
+                    key,
+                )
+            )
+            for f, name, key in zip(stored, names, keys, strict=True)
+        ]
+        ids = await queue.enqueue_many(conn, tasks, known_agents=set())
     seen: set[str] = set()
     submitted = []
     for f, name, key, task_id in zip(stored, names, keys, ids, strict=True):
@@ -176,7 +189,7 @@ async def submit_files(
     task and nothing of the call in the store."""
     check_options(agent=agent, priority=priority, idempotency_key=idempotency_key, files=len(paths))
     await check_agent(app, agent, set())  # before reading a byte
-    store = DocumentStore.for_settings(app.settings)
+    store = spool_for(configured_store(app.settings), app.settings)
     uploads: list[Upload] = []
     try:
         for path in map(Path, paths):
@@ -199,9 +212,10 @@ async def submit_files(
 
 
 async def _record(
-    conn: Connection, stored: Sequence[StoredFile], names: Sequence[str | None]
+    conn: Connection, stored: Sequence[StoredFile], names: Sequence[str | None], store: Store
 ) -> dict[str, DocumentRecord]:
-    """The documents' rows by sha256, inserted where new (the first name wins)."""
+    """The documents' rows by sha256, inserted where new (the first name wins), locked
+    until the caller's transaction ends."""
     first: dict[str, tuple[StoredFile, str | None]] = {}
     for file, name in zip(stored, names, strict=True):
         first.setdefault(file.sha256, (file, name))
@@ -214,6 +228,7 @@ async def _record(
             "media_type": [f.media_type for f in files],
             "page_count": [f.page_count for f in files],
             "name": [name for _, name in first.values()],
+            "store": store.url,
         },
     )
     return {row["sha256"]: DocumentRecord(**row) for row in await cur.fetchall()}

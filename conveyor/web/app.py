@@ -51,6 +51,7 @@ def create_app(app: App) -> FastAPI:
     @asynccontextmanager
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         await app.database()
+        await documents.check_store(app)  # a store that cannot be written stops start-up
         await hub.start(app)
         yield
         await hub.stop()

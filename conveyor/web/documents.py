@@ -1,10 +1,11 @@
 """Document upload: POST /api/documents.
 
 The multipart body is read as a stream (conveyor.documents.multipart), never parsed into
-memory by the framework: each file goes to a temp file in the store as it arrives, so a
+memory by the framework: each file goes to a local spool file as it arrives, so a
 100 MB upload never sits in memory, and a file that is too large, or not of an accepted
 type, is refused as soon as that is known, before the rest of it is read. Nothing of a
-refused request is kept: files reach the store only once the whole request is accepted.
+refused request is kept: files reach the document store (CONVEYOR_DOCUMENTS_URL:
+PostgreSQL, a folder, an object store) only once the whole request is accepted.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from conveyor.documents.errors import (
 )
 from conveyor.documents.multipart import MalformedMultipart, MultipartReader, PartEnd, PartStart
 from conveyor.documents.storage import MAX_BYTES_VARIABLE, DocumentStore, Upload
+from conveyor.documents.stores import configured_store, spool_for
 from conveyor.documents.submit import (
     AGENT_NAME,
     MAX_FILES,
@@ -118,8 +120,14 @@ _FORM_SCHEMA = {
 }
 
 
+async def check_store(app: App) -> None:
+    """At start-up: the store uploads go to can be written (StoreUnavailable saying why
+    not), so that a wrong bucket or credentials stop the web app, not the first upload."""
+    await configured_store(app.settings).check(await app.database())
+
+
 def router(app: App) -> APIRouter:
-    store = DocumentStore.for_settings(app.settings)
+    store = spool_for(configured_store(app.settings), app.settings)
     known_agents: set[str] = set()
     swept = False
     routes = APIRouter(tags=["documents"])
@@ -148,8 +156,9 @@ def router(app: App) -> APIRouter:
         `idempotency_key` makes retrying the re-run safe (`<key>:<i>` for the i-th file,
         from 0, when there are several).
 
-        A documents folder that is full answers 507 `storage_full`, one that cannot be
-        written (read-only, permissions) 503 `storage_unavailable`; nothing is kept.
+        A documents folder (or spool) that is full answers 507 `storage_full`; a store
+        that cannot be written (read-only, permissions, an object store that cannot be
+        reached) 503 `storage_unavailable`; nothing is kept.
         """
         nonlocal swept
         if not swept:  # at the first upload, not in create_app: no disk work at import
