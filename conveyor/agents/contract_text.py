@@ -1,0 +1,105 @@
+"""A contract's text made ready for the contract rules: what repeats on every page gone,
+quotes straightened, one stream, with its preamble and sentences at hand.
+
+Contracts wrap a clause over lines and pages, so the rules read the text as one stream;
+but a page footer ("Source: ACME CORP, 8-K, 3/26/2020", "Page 2 of 9", a lone "4") cut
+into a sentence would break it, so lines that repeat on several pages and page numbers
+are taken out first. The lines are kept too: party blocks ("Party A (Shipper): ...",
+"Company: ...") are laid out one per line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+QUOTES = str.maketrans(
+    {
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2033": '"',
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u00a0": " ",
+        "\u00ad": "",  # a soft hyphen is a line-break opportunity, not a character
+    }
+)
+_PAGE_NUMBER = re.compile(
+    r"^(?:page\s+\d+(?:\s+(?:of|von|de|sur)\s+\d+)?|seite\s+\d+(?:\s+von\s+\d+)?|"
+    r"-?\s*\d{1,3}\s*-?|\d{1,3}\s*/\s*\d{1,3})$",
+    re.IGNORECASE,
+)
+# A line seen this often, and this long, is a running header or footer, not a clause.
+_REPEATS = 3
+_REPEATED_MIN_CHARS = 12
+# Where the preamble (the sentence naming the agreement, its date and its parties) ends.
+_PREAMBLE_END = re.compile(
+    r"\b(?:WHEREAS|W\s?I\s?T\s?N\s?E\s?S\s?S\s?E\s?T\s?H|RECITALS?|BACKGROUND|NOW,?\s+THEREFORE|"
+    r"IN\s+CONSIDERATION|Preamble|Pr\u00e4ambel|Vorbemerkung|Pr\u00e9ambule|"
+    r"The\s+parties\s+(?:hereby\s+)?agree|hereby\s+agree\s+as\s+follows)"
+)
+PREAMBLE_MAX = 1800
+_ORDINAL_DAY = re.compile(
+    r"\b(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+day\s+of\s+([^\W\d_]{3,12}),?\s+(?:in\s+the\s+year\s+)?(\d{4})\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"[^.;]*(?:\.(?![\d\w])|;|$)")
+
+# Numbers written out, as contracts write durations and notice periods ("twelve (12)").
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+         "eighty": 80, "ninety": 90}  # fmt: skip
+WORD_NUMBERS: dict[str, int] = {word: n for n, word in enumerate(_UNITS)}
+WORD_NUMBERS.update(_TENS)
+WORD_NUMBERS.update({f"{t}-{u}": v + n for t, v in _TENS.items() for n, u in enumerate(_UNITS)
+                     if 0 < n < 10})  # fmt: skip
+WORD_NUMBERS.update({"a": 1, "an": 1, "one hundred twenty": 120, "one hundred eighty": 180})
+
+
+def number(token: str) -> int | None:
+    """12 for "12", "twelve" or "Twelve"; None for anything else."""
+    text = " ".join(token.lower().split())
+    if text.isdigit():
+        return int(text)
+    return WORD_NUMBERS.get(text.replace(" ", "-") if text.count(" ") == 1 else text)
+
+
+@dataclass
+class ContractText:
+    flat: str  # the whole text as one stream, single spaces
+    lines: list[str] = field(default_factory=list)  # the cleaned lines, in order
+    preamble: str = ""  # the flat text up to the recitals (at most PREAMBLE_MAX)
+
+    def sentences(self) -> list[tuple[int, str]]:
+        """Every sentence of the stream (ended by a full stop or a semicolon), with
+        where it starts."""
+        return [(m.start(), m.group(0)) for m in _SENTENCE.finditer(self.flat) if m.group(0)]
+
+    def sentence_at(self, pos: int) -> str:
+        start = max(self.flat.rfind(". ", 0, pos), self.flat.rfind("; ", 0, pos))
+        ends = [e for e in (self.flat.find(". ", pos), self.flat.find("; ", pos)) if e >= 0]
+        return self.flat[start + 1 if start >= 0 else 0 : min(ends) + 1 if ends else None]
+
+
+def prepare(text: str) -> ContractText:
+    lines = [" ".join(line.split()) for line in text.translate(QUOTES).splitlines()]
+    counts = Counter(line for line in lines if len(line) >= _REPEATED_MIN_CHARS)
+    kept = [
+        line
+        for line in lines
+        if line
+        and not _PAGE_NUMBER.match(line)
+        and not (counts[line] >= _REPEATS and len(line) >= _REPEATED_MIN_CHARS)
+    ]
+    flat = _ORDINAL_DAY.sub(r"\1 \2 \3", " ".join(kept))
+    head = flat[:PREAMBLE_MAX]
+    end = _PREAMBLE_END.search(head, 40)
+    return ContractText(flat=flat, lines=kept, preamble=head[: end.start()] if end else head)
