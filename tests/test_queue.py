@@ -374,3 +374,100 @@ async def test_throttle_reports_and_claims_on_many_connections_never_deadlock(
     finally:
         for c in connections:
             await c.close()
+
+
+# One way to end an attempt: every outcome, whoever reports it, through one SQL function.
+
+ENDINGS = [
+    # outcome, retry_delay, the attempt's status, the task's status, retries spent
+    ("succeeded", None, "succeeded", "completed", 1),
+    ("failed", 0.0, "failed", "enqueued", 1),
+    ("failed", None, "failed", "failed", 1),
+    ("throttled", None, "throttled", "enqueued", 0),
+    ("released", None, "lost", "enqueued", 0),
+    ("cancelled", None, "cancelled", "cancelled", 1),
+    ("lost", 0.0, "lost", "enqueued", 1),
+]
+
+
+def test_the_table_of_endings_covers_every_outcome() -> None:
+    assert {e[0] for e in ENDINGS} == set(queue.AttemptOutcome) == queue.OUTCOMES
+
+
+@pytest.mark.parametrize(("outcome", "delay", "attempt_status", "task_status", "spent"), ENDINGS)
+async def test_each_outcome_ends_its_attempt_as_documented(
+    app: App,
+    conn: Any,
+    outcome: str,
+    delay: float | None,
+    attempt_status: str,
+    task_status: str,
+    spent: int,
+) -> None:
+    task_id = await app.enqueue_async("a", {})
+    (t,) = await claim(conn)
+    ended = Outcome(t.id, t.attempt, outcome, result="1", error=f"{outcome}!", retry_delay=delay)
+    assert await queue.finish(conn, [ended]) == [queue.FinishResult(task_id, 1, True)]
+    row = await (
+        await conn.execute(
+            "SELECT t.status, t.attempts - t.free_attempts AS spent, t.locked_by, t.result,"
+            " a.status AS attempt_status, a.finished_at IS NOT NULL AS ended"
+            " FROM tasks t JOIN task_attempts a ON a.task_id = t.id WHERE t.id = %s",
+            (task_id,),
+        )
+    ).fetchone()
+    assert (row["status"], row["attempt_status"], row["spent"]) == (
+        task_status,
+        attempt_status,
+        spent,
+    )
+    assert row["ended"] and row["locked_by"] is None
+    assert row["result"] == (1 if outcome == "succeeded" else None)
+
+
+async def test_an_outcome_nobody_knows_is_refused_before_anything_is_written(
+    app: App, conn: Any
+) -> None:
+    task_id = await app.enqueue_async("a", {})
+    (t,) = await claim(conn)
+    good = Outcome(t.id, t.attempt, "succeeded", result="1")
+    with pytest.raises(ValueError, match=r"unknown outcome \['done'\]"):
+        await queue.finish(conn, [good, Outcome(t.id, t.attempt, "done")])
+    assert (await queue.get_task(conn, task_id)).status == TaskStatus.PROCESSING
+
+
+async def test_the_sweep_spends_a_retry_and_the_retry_rule_counts_free_attempts(
+    app: App, conn: Any
+) -> None:
+    """Agent "a" has max_attempts=2. A throttled attempt is free, a swept one is not: after
+    a throttled first attempt, the sweep retries the second and fails the third (the second
+    that counts)."""
+    task_id = await app.enqueue_async("a", {})
+    (t,) = await claim(conn)
+    await queue.finish(conn, [Outcome(t.id, t.attempt, "throttled")])
+    for expected in (TaskStatus.ENQUEUED, TaskStatus.FAILED):
+        (t,) = await claim(conn)
+        await conn.execute(
+            "UPDATE tasks SET lease_expires_at = now() - interval '1 s' WHERE id = %s",
+            (task_id,),
+        )
+        assert await queue.sweep_expired(conn) == [(task_id, expected)]
+    task = await queue.get_task(conn, task_id)
+    assert [a.status for a in task.attempt_history] == ["throttled", "lost", "lost"]
+    assert task.error == "attempt 3 lost: worker w1 stopped renewing its lease"
+
+
+def test_no_statement_but_the_one_function_ends_an_attempt() -> None:
+    """The retry rule and the end of an attempt are written once, in attempts.sql; the
+    queue's statements call it instead of restating them."""
+    from conveyor.sql import _load, function_files
+
+    statements = _load("queue")
+    for name, text in statements.items():
+        assert "free_attempts <" not in text, name
+        assert "UPDATE task_attempts" not in text or name == "attempts_set_run_id", name
+    for name in ("attempts_finish", "tasks_sweep", "tasks_cancel"):
+        assert "conveyor_end_attempts(" in statements[name], name
+    others = {n: t for n, t in function_files().items() if n != "attempts"}
+    assert not any("free_attempts <" in t for t in others.values())
+    assert function_files()["attempts"].count("attempts - free_attempts < max_attempts") == 1
