@@ -466,6 +466,23 @@ def test_lakebase_asks_the_workspace_for_the_instance(monkeypatch: pytest.Monkey
     assert "user" not in Lakebase("x", client=Client())({"user": "given"})
 
 
+def test_lakebase_autoscaling_asks_for_the_endpoint() -> None:
+    timestamp_pb2 = pytest.importorskip("google.protobuf.timestamp_pb2")
+    endpoint = "projects/p/branches/main/endpoints/primary"
+    asked: list[str] = []
+
+    class Postgres:
+        def generate_database_credential(self, endpoint: str) -> Any:
+            asked.append(endpoint)
+            expire = timestamp_pb2.Timestamp(seconds=1_900_000_000, nanos=500_000_000)
+            return type("Cred", (), {"token": "oauth", "expire_time": expire})
+
+    client = type("Client", (), {"postgres": Postgres()})
+    answer = Lakebase(endpoint=endpoint, client=client)({"user": "app-sp"})
+    assert answer == {"password": "oauth", "expires_at": 1_900_000_000.5}
+    assert asked == [endpoint]
+
+
 # ---- the whole system, rotating -------------------------------------------------------------
 
 #: How long the drain runs with rotations (CONVEYOR_TEST_ROTATION_SECONDS for a longer run).
@@ -568,11 +585,16 @@ async def _drain_while_rotating(rotating: Rotating, web: App, workers: list[Work
     assert not [code for code in statuses if code >= 500], statuses
     assert statuses.get(200, 0) > 10
     assert events > 0
+    logs = ""
     for worker in workers:
         assert worker.proc.poll() is None, worker.output()[-3000:]
+        logs += worker.output()
     assert web.credentials is not None and web.credentials.calls >= rotating.rotations
     print(
         f"\n{len(ids)} tasks in {drain_seconds:.1f} s, {rotating.rotations} rotations, "
         f"{web.credentials.calls} provider calls in the web process, statuses {statuses}, "
-        f"{events} task events"
+        f"{events} task events; in the workers' logs: "
+        f"{logs.count('database login refused')} refused logins retried, "
+        f"{logs.count('database unavailable')} outages, "
+        f"{logs.count('LISTEN connection lost')} LISTEN reconnections"
     )

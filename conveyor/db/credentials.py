@@ -384,6 +384,10 @@ class Entra(_SdkProvider):
     def __init__(self, credential: Any = None) -> None:
         self._credential = credential
 
+    def check(self) -> None:
+        if self._credential is None:
+            super().check()
+
     def __call__(self) -> dict[str, Any]:
         if self._credential is None:
             from azure.identity import DefaultAzureCredential
@@ -394,41 +398,54 @@ class Entra(_SdkProvider):
 
 
 class Lakebase(_SdkProvider):
-    """Databricks Lakebase: an OAuth token from the workspace
-    (`WorkspaceClient().database.generate_database_credential`), valid an hour, for the
-    instance `instance_name` (else CONVEYOR_LAKEBASE_INSTANCE). The workspace and identity
-    come from the SDK's usual configuration (DATABRICKS_HOST, a profile, a service
-    principal, or the notebook/app it runs in); the user from the URL, else the identity's
-    own name."""
+    """Databricks Lakebase: an OAuth token from the workspace, valid an hour, for an
+    autoscaling endpoint (`endpoint=`, else CONVEYOR_LAKEBASE_ENDPOINT:
+    `projects/…/branches/…/endpoints/…`, through `WorkspaceClient().postgres`) or a
+    provisioned instance (`instance_name=`, else CONVEYOR_LAKEBASE_INSTANCE, through
+    `WorkspaceClient().database`). The workspace and identity come from the SDK's usual
+    configuration (DATABRICKS_HOST, a profile, a service principal, or the app or notebook
+    it runs in); the user from the URL, else the identity's own name."""
 
     module, extra = "databricks.sdk", "lakebase"
     TOKEN_SECONDS = 3600
 
-    def __init__(self, instance_name: str | None = None, client: Any = None) -> None:
+    def __init__(
+        self, instance_name: str | None = None, *, endpoint: str | None = None, client: Any = None
+    ) -> None:
         self.instance_name = instance_name
+        self.endpoint = endpoint
         self._client = client
         self._user: str | None = None
+
+    def check(self) -> None:
+        if self._client is None:
+            super().check()
 
     def __call__(self, url: Mapping[str, Any]) -> dict[str, Any]:
         import uuid
 
+        endpoint = self.endpoint or os.environ.get("CONVEYOR_LAKEBASE_ENDPOINT")
         instance = self.instance_name or os.environ.get("CONVEYOR_LAKEBASE_INSTANCE")
-        if not instance:
+        if not endpoint and not instance:
             raise SettingsError(
-                "Lakebase credentials need the instance: Lakebase(instance_name=...) or "
-                "CONVEYOR_LAKEBASE_INSTANCE"
+                "Lakebase credentials need the database: CONVEYOR_LAKEBASE_ENDPOINT "
+                "(autoscaling) or CONVEYOR_LAKEBASE_INSTANCE (provisioned)"
             )
         if self._client is None:
             from databricks.sdk import WorkspaceClient
 
             self._client = WorkspaceClient()
-        credential = self._client.database.generate_database_credential(
-            request_id=str(uuid.uuid4()), instance_names=[instance]
-        )
+        if endpoint:
+            credential = self._client.postgres.generate_database_credential(endpoint=endpoint)
+            expiry = credential.expire_time
+        else:
+            credential = self._client.database.generate_database_credential(
+                request_id=str(uuid.uuid4()), instance_names=[instance]
+            )
+            expiry = credential.expiration_time
         answer: dict[str, Any] = {
             "password": credential.token,
-            "expires_at": _iso_epoch(credential.expiration_time)
-            or time.time() + self.TOKEN_SECONDS,
+            "expires_at": _expiry(expiry) or time.time() + self.TOKEN_SECONDS,
         }
         if not url.get("user"):
             if self._user is None:
@@ -458,9 +475,14 @@ def _rds_region(host: str) -> str | None:
     return None
 
 
-def _iso_epoch(value: Any) -> float | None:
+def _expiry(value: Any) -> float | None:
+    """An SDK's expiry as epoch seconds: ISO text, a datetime or a protobuf Timestamp."""
     if not value:
         return None
+    if hasattr(value, "seconds") and hasattr(value, "nanos"):
+        return float(value.seconds) + float(value.nanos) / 1e9
+    if isinstance(value, datetime):
+        return _aware(value).timestamp()
     try:
         return _aware(datetime.fromisoformat(str(value))).timestamp()
     except ValueError:
