@@ -29,6 +29,9 @@ CONVEYOR_LLM_BASE_URL      an OpenAI-compatible endpoint (default: the SDK's, Op
 CONVEYOR_LLM_API_KEY       its key (default: OPENAI_API_KEY, as the SDK reads it)
 CONVEYOR_LLM_VISION        1: the model reads page images (scanned pages); default 0
 CONVEYOR_LLM_CHUNK_TOKENS  prompt tokens per request; longer documents go in chunks (6000)
+CONVEYOR_LLM_TIMEOUT       the longest one model request may take, whole (default 120s)
+CONVEYOR_LLM_MODE          with a model: hybrid (rules first, the model for the rest) or
+                           llm (the model reads every document); default hybrid
 CONVEYOR_LLM_PRICES        JSON, model -> {"input_per_mtok", "output_per_mtok"} in USD;
                            wins over the genai-prices table
 CONVEYOR_COMPUTE_USD_PER_HOUR  compute cost of an attempt's wall time, for agents that
@@ -118,6 +121,8 @@ class Settings:
     llm_api_key: str | None = None
     llm_vision: bool = False
     llm_chunk_tokens: int = 6000
+    llm_timeout: float = 120.0
+    llm_mode: str = "hybrid"
     llm_prices: str | None = None  # JSON text, checked by from_env; parsed by the pricer
     compute_usd_per_hour: float = 0.10
     tracing: str | None = None
@@ -189,6 +194,12 @@ def _llm_settings() -> dict[str, Any]:
         raise SettingsError(
             f"CONVEYOR_LLM_CHUNK_TOKENS={chunk!r}: expected a number of tokens from 500"
         )
+    timeout = _env_float("CONVEYOR_LLM_TIMEOUT", 120.0)
+    if not 0 < timeout <= 86400:
+        raise SettingsError("CONVEYOR_LLM_TIMEOUT: expected a duration above 0 (e.g. 300s)")
+    mode = (os.environ.get("CONVEYOR_LLM_MODE") or "hybrid").strip().lower()
+    if mode not in {"hybrid", "llm"}:
+        raise SettingsError(f"CONVEYOR_LLM_MODE={mode!r}: expected hybrid or llm")
     rate = os.environ.get("CONVEYOR_COMPUTE_USD_PER_HOUR") or "0.10"
     try:
         compute = float(rate)
@@ -207,6 +218,8 @@ def _llm_settings() -> dict[str, Any]:
         "llm_api_key": os.environ.get("CONVEYOR_LLM_API_KEY") or None,
         "llm_vision": _env_bool("CONVEYOR_LLM_VISION", False),
         "llm_chunk_tokens": int(chunk),
+        "llm_timeout": timeout,
+        "llm_mode": mode,
         "llm_prices": prices,
         "compute_usd_per_hour": compute,
         "tracing": tracing,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -9,18 +10,22 @@ from typing import Any
 
 import httpx
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from conveyor import Task, Throttled
+from conveyor.errors import PermanentFailure
+from conveyor.llm import formats
 from conveyor.llm.client import (
+    LLMAnswerCut,
     LLMAnswerInvalid,
     LLMClient,
     LLMRequestRefused,
     LLMUnavailable,
     retry_after,
 )
-from conveyor.testing.protocol import ChatCompletionRequest
+from conveyor.testing.protocol import ChatCompletionRequest, Fault
 from conveyor.testing.simulator import Simulator
+from tests.conftest import wait_for
 
 
 class Point(BaseModel):
@@ -198,3 +203,185 @@ def test_openais_api_without_a_key_is_a_clear_permanent_error(monkeypatch: Any) 
     assert isinstance(caught.value, PermanentFailure)
     # A local server needs none: no error.
     LLMClient(model="local", base_url="http://127.0.0.1:9/v1")
+
+
+# ---------------------------------------------------------------- negotiation and faults
+
+
+@pytest.fixture(autouse=True)
+def _fresh_formats() -> None:
+    formats.forget_all()  # what servers refused is remembered per process
+
+
+def asked_formats(simulator: Simulator) -> list[str]:
+    return [e.error or "ok" for e in simulator.log()]
+
+
+class Amount(BaseModel):
+    amount: str = Field(json_schema_extra={"pattern": r"^-?[0-9]+(\.[0-9]+)?$"})
+
+
+async def test_a_server_like_llama_cpp_python_gets_json_object_with_the_schema_once() -> None:
+    """llama-cpp-python's server answers json_schema with a 500 naming the format: that is
+    a refusal, not an outage. The client steps down to json_object with the schema, and
+    the next client for the same server and model starts there."""
+    seen: list[ChatCompletionRequest] = []
+
+    def responder(request: ChatCompletionRequest) -> str:
+        seen.append(request)
+        return json.dumps({"amount": "12.50"})
+
+    simulator = Simulator(responder=responder, base_latency=0, formats={"text", "json_object"})
+    async with simulator.serving() as url:
+        first = LLMClient(model="local", base_url=f"{url}/v1")
+        second = LLMClient(model="local", base_url=f"{url}/v1")
+        try:
+            got = await first.extract(None, [{"role": "user", "content": "q"}], Amount, name="a")
+            again = await second.extract(None, [{"role": "user", "content": "q"}], Amount, name="a")
+        finally:
+            await first.aclose()
+            await second.aclose()
+    assert got == again == Amount(amount="12.50")
+    assert first.refusals == 1 and first.requests == 2 and first.format == "json_object+schema"
+    assert second.refusals == 0 and second.requests == 1  # remembered: only the first pays
+    assert len(simulator.log()) == 3 and "response_format" in (simulator.log()[0].error or "")
+    # The schema went with the request, in the form grammar converters handle.
+    answered = seen[0].response_format
+    assert answered is not None and answered.type == "json_object"
+    assert answered.schema_ is not None
+    pattern = answered.schema_["properties"]["amount"]["pattern"]
+    assert pattern == "^-?[0-9]+([.][0-9]+)?$"
+    assert "\\." not in json.dumps(answered.schema_)
+
+
+async def test_a_500_that_names_no_format_is_an_outage_not_a_refusal() -> None:
+    def responder(request: ChatCompletionRequest) -> str:
+        raise Fault(500, "CUDA out of memory")
+
+    simulator = Simulator(responder=responder, base_latency=0)
+    async with simulator.serving() as url:
+        client = LLMClient(model="local", base_url=f"{url}/v1")
+        try:
+            with pytest.raises(LLMUnavailable, match="answered 500: CUDA out of memory"):
+                await client.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
+        finally:
+            await client.aclose()
+    assert client.requests == 1 and client.refusals == 0
+    assert formats.first_rung(f"{url}/v1", "local") == 0  # nothing learnt from an outage
+
+
+async def test_a_server_that_refuses_every_format_fails_once_and_for_good() -> None:
+    def responder(request: ChatCompletionRequest) -> str:
+        raise Fault(422, "unsupported schema")  # even without a response_format
+
+    simulator = Simulator(responder=responder, base_latency=0, formats={"text"})
+    async with simulator.serving() as url:
+        client = LLMClient(model="local", base_url=f"{url}/v1")
+        try:
+            with pytest.raises(LLMRequestRefused, match="answered 422: unsupported schema"):
+                await client.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
+        finally:
+            await client.aclose()
+    # json_schema, json_object+schema, json_object refused by format; then plain
+    # instructions, whose 422 is the request's own: four requests, then a permanent error.
+    assert client.requests == 4 and client.refusals == 3
+    assert isinstance(LLMRequestRefused("x"), PermanentFailure)
+
+
+async def test_a_request_past_the_timeout_ends_within_a_second_of_it() -> None:
+    simulator = Simulator(base_latency=30, per_token_latency=0)
+    async with simulator.serving() as url:
+        client = LLMClient(model="slow", base_url=f"{url}/v1", timeout=0.5)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            with pytest.raises(LLMUnavailable, match=r"within 0\.5 s \(CONVEYOR_LLM_TIMEOUT\)"):
+                await client.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
+            timed_out = loop.time() - started
+            # The task's deadline, when nearer, wins.
+            started = loop.time()
+            with pytest.raises(LLMUnavailable, match="the task's deadline"):
+                await client.extract(
+                    None,
+                    [{"role": "user", "content": "q"}],
+                    Point,
+                    name="p",
+                    deadline=started + 0.2,
+                )
+            deadlined = loop.time() - started
+        finally:
+            await client.aclose()
+        await wait_for(lambda: simulator.abandoned == 2, timeout=5)
+    assert 0.5 <= timed_out < 1.5
+    assert 0.2 <= deadlined < 1.2
+    # Both connections were closed: the server saw each client go and stopped.
+    assert simulator.abandoned == 2
+
+
+def test_the_timeout_is_a_setting(monkeypatch: Any) -> None:
+    from conveyor.settings import Settings, SettingsError
+
+    monkeypatch.setenv("CONVEYOR_LLM_TIMEOUT", "10m")
+    monkeypatch.setenv("CONVEYOR_LLM_MODEL", "m")
+    monkeypatch.setenv("CONVEYOR_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    settings = Settings.from_env()
+    client = LLMClient.from_settings(settings)
+    assert client is not None and client.timeout == 600.0
+    monkeypatch.setenv("CONVEYOR_LLM_TIMEOUT", "soon")
+    with pytest.raises(SettingsError, match="CONVEYOR_LLM_TIMEOUT"):
+        Settings.from_env()
+    monkeypatch.setenv("CONVEYOR_LLM_TIMEOUT", "0")
+    with pytest.raises(SettingsError, match="CONVEYOR_LLM_TIMEOUT"):
+        Settings.from_env()
+
+
+@pytest.mark.parametrize(
+    ("answer", "error", "message"),
+    [
+        ("Sure! Here is the invoice.", LLMAnswerInvalid, "not JSON: 'Sure! Here is"),
+        ("", LLMAnswerInvalid, "answered nothing"),
+        ("   ", LLMAnswerInvalid, "answered nothing"),
+        ("[1, 2]", LLMAnswerInvalid, "does not fit the schema"),
+        ('{"x": 1, "label": "' + "long " * 200 + '"}', LLMAnswerCut, "cut at the token limit"),
+    ],
+    ids=["prose", "empty", "blank", "wrong-shape", "truncated"],
+)
+async def test_bad_answers_are_clear_errors(
+    answer: str, error: type[Exception], message: str
+) -> None:
+    simulator = Simulator(responder=lambda r: answer, base_latency=0)
+    async with simulator.serving() as url:
+        client = LLMClient(model="m", base_url=f"{url}/v1")
+        try:
+            with pytest.raises(error, match=message):
+                await client.extract_partial(
+                    None, [{"role": "user", "content": "q"}], Point, name="p", max_tokens=50
+                )
+        finally:
+            await client.aclose()
+    assert client.requests == 1  # one request: nothing retried inside the client
+
+
+def test_a_cut_answer_and_a_models_refusal_are_permanent() -> None:
+    from conveyor.llm.client import LLMAnswerRefused
+
+    assert isinstance(LLMAnswerCut("x"), PermanentFailure)
+    assert isinstance(LLMAnswerRefused("x"), PermanentFailure)
+    assert not isinstance(LLMAnswerInvalid("x"), PermanentFailure)  # may do better
+
+
+async def test_a_field_that_does_not_validate_is_salvaged_not_the_whole_answer() -> None:
+    simulator = Simulator(
+        responder=lambda r: '{"x": "3 Piece", "label": {"nested": true}}', base_latency=0
+    )
+    async with simulator.serving() as url:
+        client = LLMClient(model="m", base_url=f"{url}/v1")
+        try:
+            partial = await client.extract_partial(
+                None, [{"role": "user", "content": "q"}], Point, name="p"
+            )
+        finally:
+            await client.aclose()
+    assert partial.value == Point(x=3, label=None)
+    assert partial.dropped == ["label"]
+    assert partial.repaired == ["x: '3 Piece' -> 3"]

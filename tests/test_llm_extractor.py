@@ -61,6 +61,7 @@ async def test_a_200_page_contract_goes_in_chunks_within_budget_with_usage_and_c
                 settings,
                 llm_model="sim-priced",
                 llm_base_url=f"{url}/v1",
+                llm_mode="llm",  # the model reads it all (hybrid would trust the rules)
                 llm_chunk_tokens=8000,
                 llm_prices=json.dumps(PRICES),
             )

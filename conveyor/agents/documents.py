@@ -14,8 +14,10 @@ E-invoices first: `invoice` and `document` read the EN 16931 XML a PDF carries (
 Factur-X, XRechnung) or an uploaded XML exactly (`conveyor.agents.einvoice`), before any
 rule or model. An uploaded XML that is not an e-invoice fails the task, saying what it is.
 
-Which extractor: the LLM extractor (`conveyor.agents.llm`) when CONVEYOR_LLM_MODEL is set,
-otherwise the offline one (`conveyor.agents.offline`: rules, no network, no key). The
+Which extractor: with CONVEYOR_LLM_MODEL set, the hybrid one (`conveyor.agents.hybrid`:
+rules first, the model asked only for what they cannot vouch for) or, with
+CONVEYOR_LLM_MODE=llm or for scanned pages, the LLM extractor (`conveyor.agents.llm`);
+without a model, the offline one (`conveyor.agents.offline`: rules, no network, no key). The
 settings are read when an attempt runs, so `conveyor up` and tests can set them after the
 agents are declared.
 
@@ -36,6 +38,7 @@ from typing import Any
 
 from conveyor.agents.einvoice import from_pdf as einvoice_from_pdf
 from conveyor.agents.einvoice import from_xml as einvoice_from_xml
+from conveyor.agents.hybrid import extract_hybrid
 from conveyor.agents.llm import classify_image, estimate_tokens, extract_llm
 from conveyor.app import App
 from conveyor.documents import ocr
@@ -135,16 +138,28 @@ class DocumentAgents:
         if client is None:
             extraction = await asyncio.to_thread(extract_offline, text, kind)
         else:
+            settings = self.app.settings
             try:
-                extraction = await extract_llm(
-                    client,
-                    task,
-                    text,
-                    kind,
-                    pdf=path if pdf else None,
-                    name=name or f"document {path.name[:12]}",
-                    chunk_tokens=self.app.settings.llm_chunk_tokens,
-                )
+                if settings.llm_mode == "hybrid" and not text.scanned_pages:
+                    # Scanned pages are the model's to read (vision): rules have no text.
+                    extraction = await extract_hybrid(
+                        client,
+                        task,
+                        text,
+                        kind,
+                        name=name or f"document {path.name[:12]}",
+                        chunk_tokens=settings.llm_chunk_tokens,
+                    )
+                else:
+                    extraction = await extract_llm(
+                        client,
+                        task,
+                        text,
+                        kind,
+                        pdf=path if pdf else None,
+                        name=name or f"document {path.name[:12]}",
+                        chunk_tokens=settings.llm_chunk_tokens,
+                    )
             finally:
                 await client.aclose()
         if doc_type is None:

@@ -20,11 +20,12 @@ Chunks that disagree on a field keep the first value, with a note and a lower co
 
 Confidence. Each field found scores 0.95; 0.6 when chunks disagreed on it; 0.4 when its
 value is not printed in the document's text (`conveyor.agents.grounding`: a misread or
-invented value, the error cross-checks cannot see); and at most 0.5 when a failed
-cross-check names it. A key field not found scores 0. The document's confidence is
-`document_confidence()` over those (shared with the offline extractor), capped like a
-failed check (0.85) when some value is not in the text: the model's answer is trusted as
-far as the document shows it and its numbers agree with each other.
+invented value, the error cross-checks cannot see); 0.1 when the model's value for it did
+not validate and was left empty (`conveyor.llm.salvage`, with a note naming it); and at
+most 0.5 when a failed cross-check names it. A key field not found scores 0. The
+document's confidence is `document_confidence()` over those (shared with the offline
+extractor), capped like a failed check (0.85) when some value is not in the text: the
+model's answer is trusted as far as the document shows it and its numbers agree.
 """
 
 from __future__ import annotations
@@ -237,12 +238,17 @@ async def extract_llm(
     name: str | None = None,
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
     parallel: int = PARALLEL_REQUESTS,
+    deadline: float | None = None,
+    schema: dict[str, Any] | None = None,
+    hints: str | None = None,
 ) -> Extraction:
     """Extract a `doc_type` ("invoice", "contract", "generic") from the document's pages.
     Scanned pages are rendered from `pdf`, or taken from `page_images` (page number ->
-    data: URL) for a document that is an image."""
+    data: URL) for a document that is an image. `deadline` (the event loop's clock) bounds
+    every request; `schema` (a part of the type's) and `hints` (what is known already)
+    are the hybrid extractor's (`conveyor.agents.hybrid`)."""
     model = model_for(doc_type)
-    schema = json_schema(doc_type)
+    schema = schema or json_schema(doc_type)
     room = chunk_tokens - overhead_tokens(doc_type)
     if room < 200:
         raise ValueError(
@@ -274,17 +280,22 @@ async def extract_llm(
         notes.append("no page has text to send to the model")
     label = name or "document"
     gate = asyncio.Semaphore(max(1, parallel))
+    salvaged: list[str] = []
 
     async def ask(chunk: Chunk) -> dict[str, Any]:
         async with gate:
-            answer = await client.extract(
+            answer = await client.extract_partial(
                 task,
-                _messages(label, doc_type, document.page_count, chunk),
+                _messages(label, doc_type, document.page_count, chunk, hints),
                 model,
                 name=doc_type,
                 json_schema=schema,
+                deadline=deadline,
             )
-        return answer.model_dump(mode="json")
+        salvaged.extend(answer.dropped)
+        if answer.repaired:
+            notes.append(f"read as numbers ({chunk.label}): {'; '.join(answer.repaired)}")
+        return answer.value.model_dump(mode="json")
 
     asked = [asyncio.ensure_future(ask(c)) for c in chunks]
     try:
@@ -297,6 +308,11 @@ async def extract_llm(
         await asyncio.gather(*asked, return_exceptions=True)
         raise
     merged = merge(doc_type, parts)
+    if salvaged:
+        notes.append(
+            "the model's answer did not validate for "
+            f"{', '.join(dict.fromkeys(salvaged))}: left empty"
+        )
     # What the model read from images cannot be checked against the text layer.
     evidence = None
     if document.text.strip() and not read_images:
@@ -319,6 +335,8 @@ async def extract_llm(
     unseen = [w for w, score in fields.items() if score == UNGROUNDED]
     if unseen:
         notes.append(f"not printed in the document as answered: {', '.join(unseen)}")
+    for where in dict.fromkeys(salvaged):
+        fields[_field_of(where)] = SALVAGED
     checks = cross_checks(doc_type, data)
     if checks:
         fields = _implicated(fields, checks)
@@ -339,8 +357,21 @@ async def extract_llm(
     return extraction
 
 
-def _messages(name: str, doc_type: str, pages: int, chunk: Chunk) -> list[dict[str, Any]]:
+def _field_of(where: str) -> str:
+    """The field a salvaged path belongs to: line_items.2.quantity is line_items."""
+    parts = where.split(".")
+    for i, part in enumerate(parts):
+        if part.isdigit():
+            return ".".join(parts[:i])
+    return where
+
+
+def _messages(
+    name: str, doc_type: str, pages: int, chunk: Chunk, hints: str | None = None
+) -> list[dict[str, Any]]:
     intro = f"Document {name!r}, a {doc_type} of {pages} page(s). This part: {chunk.label}."
+    if hints:
+        intro = f"{intro}\n{hints}"
     if not chunk.images:
         return [
             {"role": "system", "content": SYSTEM_PROMPT},
@@ -448,7 +479,7 @@ def _name_key(name: Any) -> str | None:
 
 # ------------------------------------------------------------------------- confidence
 
-FOUND, DISPUTED, IMPLICATED, UNGROUNDED = 0.95, 0.6, 0.5, 0.4
+FOUND, DISPUTED, IMPLICATED, UNGROUNDED, SALVAGED = 0.95, 0.6, 0.5, 0.4, 0.1
 
 
 def field_confidences(

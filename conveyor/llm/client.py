@@ -2,27 +2,32 @@
 
     client = LLMClient.from_settings(settings)      # None when no model is configured
     invoice = await client.extract(task, messages, Invoice, name="invoice")
+    partial = await client.extract_partial(task, messages, Invoice, name="invoice")
 
 What it does for an agent, on the official `openai` SDK:
 
-- structured output: the request carries the type's JSON schema (`response_format`
-  json_schema); a server that refuses that (400 naming response_format or json_schema)
-  is asked again in JSON mode with the schema in the instructions, and remembered as such.
-  Either way the answer is validated by the pydantic model: an answer that does not fit
-  is an `LLMAnswerInvalid` (the attempt fails and is retried, as a model may do better);
+- structured output, negotiated: `json_schema` (strict) first, then the weaker forms a
+  server takes, each refusal remembered per (base URL, model) for the process
+  (`conveyor.llm.formats`; a refusal is never retried as an outage). The answer is
+  validated by the pydantic model: `extract` raises `LLMAnswerInvalid` on an answer that
+  does not fit, `extract_partial` keeps the fields that fit (`conveyor.llm.salvage`);
 - usage: every response's tokens go to `task.report_usage`, answers that fail validation
   included (they were paid for);
+- time: each request is bounded as a whole by `timeout` (CONVEYOR_LLM_TIMEOUT) and by the
+  caller's `deadline`; past it, the request is abandoned and its connection closed;
 - HTTP 429 becomes `conveyor.Throttled(retry_after=...)` from Retry-After(-ms): the task
   goes back to the queue without spending a retry, and the agent's budget shrinks;
 - other refusals are clear errors: 400/401/403/404/422 will not change by retrying
   (`LLMRequestRefused`, a PermanentFailure); 5xx, timeouts and lost connections are
-  `LLMUnavailable`, retried with backoff by Conveyor. The SDK's own retries are off, so
-  that Conveyor, which knows the limits and the lease, is the one that retries;
+  `LLMUnavailable`, retried with backoff by Conveyor. An answer cut at max_tokens or a
+  model's refusal will be the same at temperature 0: permanent too. The SDK's own retries
+  are off, so that Conveyor, which knows the limits and the lease, is the one that retries;
 - a span per call (see conveyor.tracing) when tracing is on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -32,6 +37,8 @@ from pydantic import BaseModel, ValidationError
 
 from conveyor import tracing
 from conveyor.errors import PermanentFailure, Throttled
+from conveyor.llm import formats
+from conveyor.llm.salvage import Salvaged, salvage
 from conveyor.log import fields
 
 if TYPE_CHECKING:
@@ -68,6 +75,14 @@ class LLMAnswerInvalid(LLMError):
     """The answer is not JSON of the requested schema."""
 
 
+class LLMAnswerCut(LLMAnswerInvalid, PermanentFailure):
+    """The answer hit max_tokens: the same request is cut at the same place again."""
+
+
+class LLMAnswerRefused(LLMAnswerInvalid, PermanentFailure):
+    """The model declined to answer (its `refusal`): asked again, it declines again."""
+
+
 class LLMClient:
     def __init__(
         self,
@@ -89,7 +104,10 @@ class LLMClient:
         self.base_url = base_url
         # gen_ai.system: "openai" for OpenAI's API, else what the URL says it is.
         self.system = system or ("openai" if base_url is None else "openai_compatible")
-        self.structured: bool | None = None  # None until a server has answered
+        self.timeout = timeout
+        self.format: str | None = None  # the response format the server last took
+        self.requests = 0  # sent, refusals included (benchmarks report them)
+        self.refusals = 0  # response formats the server refused
         try:
             self._client: AsyncOpenAI = AsyncOpenAI(
                 base_url=base_url,
@@ -115,6 +133,7 @@ class LLMClient:
             base_url=settings.llm_base_url,
             api_key=settings.llm_api_key,
             vision=settings.llm_vision,
+            timeout=settings.llm_timeout,
         )
 
     async def aclose(self) -> None:
@@ -129,73 +148,145 @@ class LLMClient:
         name: str,
         json_schema: dict[str, Any] | None = None,
         max_tokens: int | None = None,
+        deadline: float | None = None,
     ) -> M:
         """Ask for an answer of `schema` (its JSON schema, or `json_schema` if given) and
-        return it validated. Usage goes to `task` (if given)."""
-        wanted = json_schema or schema.model_json_schema()
-        if self.structured is not False:
+        return it validated: an answer that does not fit is an LLMAnswerInvalid. Usage goes
+        to `task` (if given); `deadline` (the event loop's clock) bounds the request."""
+        content = await self.ask(
+            task,
+            messages,
+            json_schema or schema.model_json_schema(),
+            name=name,
+            max_tokens=max_tokens,
+            deadline=deadline,
+        )
+        return _validated(content, schema)
+
+    async def extract_partial(
+        self,
+        task: Task | None,
+        messages: Sequence[Message],
+        schema: type[M],
+        *,
+        name: str,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        deadline: float | None = None,
+    ) -> Salvaged[M]:
+        """As `extract`, but the fields of the answer that do not validate are nulled and
+        named (`conveyor.llm.salvage`) rather than failing it; only an answer that is not
+        a JSON object is an LLMAnswerInvalid."""
+        content = await self.ask(
+            task,
+            messages,
+            json_schema or schema.model_json_schema(),
+            name=name,
+            max_tokens=max_tokens,
+            deadline=deadline,
+        )
+        data = _parsed(content)
+        try:
+            return salvage(data, schema)
+        except ValidationError as exc:
+            raise LLMAnswerInvalid(_misfit(exc)) from None
+
+    async def ask(
+        self,
+        task: Task | None,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        *,
+        name: str,
+        max_tokens: int | None = None,
+        deadline: float | None = None,
+    ) -> str:
+        """The answer's text to a request for JSON of `schema`, in the most constrained
+        response format the server takes (`conveyor.llm.formats`)."""
+        wanted = formats.portable(schema)
+        rung = formats.first_rung(self.base_url, self.model)
+        while True:
+            system = formats.instructions(rung, wanted)
             try:
                 content = await self._complete(
                     task,
-                    list(messages),
-                    {
-                        "type": "json_schema",
-                        "json_schema": {"name": name, "schema": wanted, "strict": True},
-                    },
+                    [system, *messages] if system else list(messages),
+                    formats.response_format(rung, name, wanted),
                     max_tokens,
+                    deadline,
                 )
-                self.structured = True
-                return _validated(content, schema)
-            except _StructuredUnsupported as exc:
+            except _FormatRefused as exc:
+                self.refusals += 1
+                if rung + 1 >= len(formats.FORMATS):
+                    raise LLMRequestRefused(
+                        f"the model endpoint refuses every way of asking for JSON; last: {exc}"
+                    ) from None
                 log.info(
-                    "the endpoint has no structured output: JSON mode from now on",
-                    extra=fields(model=self.model, reason=str(exc)),
+                    "the endpoint refused a response format: the next one from now on",
+                    extra=fields(model=self.model, refused=formats.FORMATS[rung], reason=str(exc)),
                 )
-                self.structured = False
-        instructions = {
-            "role": "system",
-            "content": "Answer with one JSON object, nothing else, that follows this JSON "
-            f"schema:\n{json.dumps(wanted, separators=(',', ':'))}",
-        }
-        content = await self._complete(
-            task, [instructions, *messages], {"type": "json_object"}, max_tokens
-        )
-        return _validated(content, schema)
+                rung += 1
+                formats.remember(self.base_url, self.model, rung)
+                continue
+            self.format = formats.FORMATS[rung]
+            return content
+
+    @property
+    def structured(self) -> bool | None:
+        """True when the server took json_schema, False when it did not, None until it
+        answered."""
+        return None if self.format is None else self.format == "json_schema"
 
     async def _complete(
         self,
         task: Task | None,
         messages: list[Message],
-        response_format: dict[str, Any],
+        response_format: dict[str, Any] | None,
         max_tokens: int | None,
+        deadline: float | None,
     ) -> str:
         import openai
 
         options: dict[str, Any] = {}
         if max_tokens is not None:
             options["max_tokens"] = max_tokens
+        if response_format is not None:
+            options["response_format"] = response_format
+        limit = self.timeout
+        if deadline is not None:
+            limit = min(limit, deadline - asyncio.get_running_loop().time())
+        if limit <= 0:
+            raise LLMUnavailable("the task's deadline passed before the model was asked")
+        self.requests += 1
         with tracing.model_call_span(self.system, self.model) as call:
             try:
-                # The SDK's overloads want its TypedDicts; these dicts are the same JSON.
-                completions: Any = self._client.chat.completions
-                response: ChatCompletion = await completions.create(
-                    model=self.model,
-                    messages=messages,
-                    response_format=response_format,
-                    temperature=0,
-                    **options,
-                )
+                # The whole request is bounded, not each read: a server that trickles
+                # bytes cannot stretch it. On expiry the request's task is cancelled, and
+                # httpx closes its connection (never returned to the pool), which is all a
+                # server can learn of an abandoned request (docs/document-agents.md says
+                # what each does with it).
+                async with asyncio.timeout(limit):
+                    # The SDK's overloads want its TypedDicts; these dicts are the same JSON.
+                    completions: Any = self._client.chat.completions
+                    response: ChatCompletion = await completions.create(
+                        model=self.model, messages=messages, temperature=0, **options
+                    )
+            except TimeoutError:
+                why = "the task's deadline" if limit < self.timeout else "CONVEYOR_LLM_TIMEOUT"
+                raise LLMUnavailable(
+                    f"the model endpoint did not answer within {limit:.1f} s ({why}); "
+                    "the request was abandoned and its connection closed"
+                ) from None
             except openai.RateLimitError as exc:
                 raise Throttled(
                     retry_after=retry_after(exc.response.headers),
                     message=f"the model endpoint throttled the request: {_message(exc)}",
                 ) from None
             except openai.APIStatusError as exc:
-                if exc.status_code == 400 and response_format["type"] == "json_schema":
-                    text = _message(exc).lower()
-                    if "response_format" in text or "json_schema" in text:
-                        raise _StructuredUnsupported(_message(exc)) from None
-                what = f"the model endpoint answered {exc.status_code}: {_message(exc)}"
+                text = _message(exc)
+                if response_format is not None and formats.is_format_refusal(exc.status_code, text):
+                    raise _FormatRefused(f"{exc.status_code}: {text}") from None
+                what = f"the model endpoint answered {exc.status_code}: {text}"
                 if exc.status_code in PERMANENT_STATUSES:
                     raise LLMRequestRefused(what) from None
                 raise LLMUnavailable(what) from None
@@ -219,17 +310,23 @@ class LLMClient:
             raise LLMAnswerInvalid("the model endpoint answered without a choice")
         choice = response.choices[0]
         if choice.finish_reason == "length":
-            raise LLMAnswerInvalid(
+            raise LLMAnswerCut(
                 f"the answer was cut at the token limit ({output_tokens} tokens): "
                 "raise it, or send smaller chunks (CONVEYOR_LLM_CHUNK_TOKENS)"
             )
-        if choice.message.refusal:
-            raise LLMAnswerInvalid(f"the model refused: {choice.message.refusal}")
-        return choice.message.content or ""
+        refusal = getattr(choice.message, "refusal", None)
+        if refusal:
+            raise LLMAnswerRefused(f"the model refused: {refusal}")
+        content = choice.message.content or ""
+        if not content.strip():
+            raise LLMAnswerInvalid(
+                f"the model answered nothing (finish reason {choice.finish_reason!r})"
+            )
+        return content
 
 
-class _StructuredUnsupported(Exception):
-    pass
+class _FormatRefused(Exception):
+    """The server refused the response format (not the request): try the next one."""
 
 
 def _default_key(base_url: str | None) -> str | None:
@@ -268,15 +365,30 @@ def _message(exc: Any) -> str:
 
 
 def _validated(content: str, schema: type[M]) -> M:
+    data = _parsed(content)
     try:
-        return schema.model_validate_json(_json_part(content))
+        return schema.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "the answer"
-        raise LLMAnswerInvalid(
-            f"the model's answer does not fit the schema ({exc.error_count()} problem(s); "
-            f"first: {where}: {first['msg']})"
-        ) from None
+        raise LLMAnswerInvalid(_misfit(exc)) from None
+
+
+def _misfit(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "the answer"
+    return (
+        f"the model's answer does not fit the schema ({exc.error_count()} problem(s); "
+        f"first: {where}: {first['msg']})"
+    )
+
+
+def _parsed(content: str) -> Any:
+    """The JSON value of an answer, or LLMAnswerInvalid saying what it is instead."""
+    text = _json_part(content)
+    try:
+        return json.loads(text)
+    except ValueError:
+        shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+        raise LLMAnswerInvalid(f"the model's answer is not JSON: {shown!r}") from None
 
 
 def _json_part(content: str) -> str:

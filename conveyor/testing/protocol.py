@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 CHARS_PER_TOKEN = 4
 REPLY_PRIMING_TOKENS = 3
@@ -51,8 +51,12 @@ class Message(BaseModel):
 
 
 class ResponseFormat(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
     type: Literal["text", "json_object", "json_schema"]
     json_schema: dict[str, Any] | None = None
+    # llama-cpp-python's form: {"type": "json_object", "schema": {...}}
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
 
 
 class ChatCompletionRequest(BaseModel):
@@ -112,6 +116,16 @@ class ErrorDetail(BaseModel):
 
 class ErrorBody(BaseModel):
     error: ErrorDetail
+
+
+class Fault(Exception):
+    """Raised by a responder: the request is answered with this error instead (a refusal,
+    an outage), in OpenAI's shape."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 # ---------------------------------------------------------------------------------------

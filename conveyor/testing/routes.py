@@ -25,6 +25,7 @@ from conveyor.testing.protocol import (
     CompletionUsage,
     ErrorBody,
     ErrorDetail,
+    Fault,
     cut_to_cap,
     prompt_tokens,
 )
@@ -43,8 +44,8 @@ def create_app(simulator: Simulator) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error(simulator))
 
     @app.post(COMPLETIONS, response_model=None)
-    async def chat_completions(request: ChatCompletionRequest) -> Response:
-        return await complete(simulator, request, new_request_id())
+    async def chat_completions(request: ChatCompletionRequest, raw: Request) -> Response:
+        return await complete(simulator, request, new_request_id(), raw)
 
     @app.get("/sim/log")
     async def get_log() -> list[LogEntry]:
@@ -71,15 +72,26 @@ def create_app(simulator: Simulator) -> FastAPI:
 
 
 async def complete(
-    simulator: Simulator, request: ChatCompletionRequest, request_id: str
+    simulator: Simulator,
+    request: ChatCompletionRequest,
+    request_id: str,
+    raw: Request | None = None,
 ) -> Response:
     """Answer one well-formed chat completion: admitted (200) or refused (429)."""
     if request.stream:
         message = "stream=true is not supported by the simulator"
         return invalid_request(simulator, request_id, message, param="stream")
-    content, completion_tokens, finish_reason = cut_to_cap(
-        simulator.responder(request), request.token_cap
-    )
+    kind = request.response_format.type if request.response_format else "text"
+    if simulator.formats is not None and kind not in simulator.formats:
+        # As llama-cpp-python's server does: an error naming the format (its 500).
+        taken = " or ".join(sorted(simulator.formats))
+        message = f"response_format type must be {taken}, not {kind}"
+        return _error(simulator, request_id, simulator.format_refusal, message)
+    try:
+        reply = simulator.responder(request)
+    except Fault as fault:
+        return _error(simulator, request_id, fault.status, fault.message)
+    content, completion_tokens, finish_reason = cut_to_cap(reply, request.token_cap)
     decision, entry = simulator.recorder.admit(
         request_id=request_id,
         model=request.model,
@@ -90,7 +102,11 @@ async def complete(
     if not decision.admitted:
         return rate_limited(decision, entry, headers)
     try:
-        await asyncio.sleep(simulator.latency(completion_tokens))
+        if not await _answered_in_time(raw, simulator.latency(completion_tokens)):
+            # The client closed the connection: a real server that notices stops working
+            # on the request, and so does the simulator (counted: tests look).
+            simulator.abandoned += 1
+            return Response(status_code=499)
     finally:
         simulator.recorder.finish(entry)
     answer = ChatCompletion(
@@ -105,6 +121,22 @@ async def complete(
         ),
     )
     return JSONResponse(answer.model_dump(), headers=headers)
+
+
+async def _answered_in_time(raw: Request | None, latency: float) -> bool:
+    """Sleep the latency out, unless the client goes first (False)."""
+    if raw is None:
+        await asyncio.sleep(latency)
+        return True
+    working = asyncio.ensure_future(asyncio.sleep(latency))
+    # The body is read: the next message the server gets is the client's disconnect.
+    gone = asyncio.ensure_future(raw.receive())
+    try:
+        await asyncio.wait({working, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        working.cancel()
+        gone.cancel()
+    return not (gone.done() and not gone.cancelled())
 
 
 def new_request_id() -> str:
@@ -176,6 +208,14 @@ def invalid_request(
     simulator.recorder.invalid(request_id=request_id, error=message)
     detail = ErrorDetail(message=message, type="invalid_request_error", param=param)
     return _error_response(400, detail, {"x-request-id": request_id})
+
+
+def _error(simulator: Simulator, request_id: str, status: int, message: str) -> Response:
+    """A refusal or a fault of the simulated server, logged as an invalid request."""
+    simulator.recorder.invalid(request_id=request_id, error=message)
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    detail = ErrorDetail(message=message, type=kind)
+    return _error_response(status, detail, {"x-request-id": request_id})
 
 
 def _error_response(status: int, detail: ErrorDetail, headers: dict[str, str]) -> Response:

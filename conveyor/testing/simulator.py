@@ -31,7 +31,7 @@ import ipaddress
 import json
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from types import TracebackType
 
 import uvicorn
@@ -74,13 +74,20 @@ class Simulator:
         responder: Responder = json_responder,
         base_latency: float = 0.05,
         per_token_latency: float = 0.0002,
+        formats: Collection[str] | None = None,
+        format_refusal: int = 500,
     ) -> None:
+        """`formats`: the response_format types the server takes (None: all); any other
+        is refused with `format_refusal`, as llama-cpp-python refuses json_schema."""
         if base_latency < 0 or per_token_latency < 0:
             raise ValueError("latencies cannot be negative")
         self.recorder = Recorder(Limits(rpm=rpm, tpm=tpm, window_seconds=window_seconds))
         self.responder = responder
         self.base_latency = base_latency
         self.per_token_latency = per_token_latency
+        self.formats = frozenset(formats) if formats is not None else None
+        self.format_refusal = format_refusal
+        self.abandoned = 0  # requests whose client closed the connection before the answer
         self.app = create_app(self)
 
     @property

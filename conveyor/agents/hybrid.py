@@ -1,0 +1,248 @@
+"""The hybrid extractor: the rules first, the model only for what they cannot vouch for.
+
+    extraction = await extract_hybrid(client, task, text, "invoice", name=name)
+
+1. The offline extractor reads the document (`conveyor.agents.offline`: no tokens).
+2. If every key field it found scores at least TRUST and its cross-checks all pass, that
+   is the answer: the model is not asked. Fields the model could not improve on are not a
+   reason to ask it: a non-empty value the rules read is only ever replaced on the
+   arithmetic's word (step 4), so a doubtful customer name alone is not worth a request.
+3. Otherwise the model is asked for the top-level fields the rules did not vouch for
+   (score below TRUST, empty, or named by a failed check), with the schema cut down to
+   them and the vouched-for values given as facts in the prompt. When fewer than half of
+   the key fields are vouched for, it is asked for the whole document (full schema, the
+   rules' readings given as a first, unsure reading).
+4. The answers are merged: a vouched-for field keeps the rules' value; an empty one takes
+   the model's; where the two disagree on the amounts (line items, subtotal, tax,
+   total), every combination of the two readings is cross-checked and the one with the
+   fewest failed checks wins (ties: the rules' reading). Other disagreements keep the
+   rules' value: nothing but the arithmetic can say which of two printed values is right.
+
+Confidence: the rules' score for a field the rules gave; the LLM extractor's for a field
+the model gave (found, not printed, implicated by a check: `conveyor.agents.llm`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import json
+from typing import Any
+
+from conveyor.agents.grounding import Evidence
+from conveyor.agents.llm import (
+    DEFAULT_CHUNK_TOKENS,
+    KEY_FIELDS,
+    _implicated,
+    extract_llm,
+    field_confidences,
+)
+from conveyor.agents.offline import extract_offline
+from conveyor.documents.text import DocumentText
+from conveyor.documents.types import (
+    Extraction,
+    cross_checks,
+    json_schema,
+    make_extraction,
+    model_for,
+)
+from conveyor.llm.client import LLMAnswerInvalid, LLMClient
+from conveyor.task import Task
+
+TRUST = 0.9
+"""A field the rules score this high is right 99-100 % of the time on realdocs
+(benchmarks/realdocs.py, text-only: 245 fields >= 0.9, all right)."""
+
+ARITHMETIC = {
+    "invoice": ("line_items", "subtotal", "tax", "total"),
+}
+"""The fields the cross-checks tie together, per type: where they arbitrate."""
+
+
+async def extract_hybrid(
+    client: LLMClient,
+    task: Task | None,
+    text: DocumentText,
+    doc_type: str,
+    *,
+    name: str | None = None,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    deadline: float | None = None,
+) -> Extraction:
+    offline = await asyncio.to_thread(extract_offline, text, doc_type)
+    plan = plan_for(doc_type, offline)
+    if not plan.ask:
+        offline.notes.append(
+            f"every key field read by the rules scored >= {TRUST} and the checks agree: "
+            "the model was not asked"
+        )
+        offline.extractor = f"hybrid:{client.model}"
+        return offline
+    schema = _cut(json_schema(doc_type), plan.ask) if not plan.whole else None
+    try:
+        answer = await extract_llm(
+            client,
+            task,
+            text,
+            doc_type,
+            name=name,
+            chunk_tokens=chunk_tokens,
+            deadline=deadline,
+            schema=schema,
+            hints=_hints(offline, plan),
+        )
+    except LLMAnswerInvalid as exc:
+        # An answer no better next time (not JSON, cut, refused): the rules' reading
+        # stands, at its own confidence. An outage is raised: a retry may get an answer.
+        offline.notes.append(f"the model was asked and gave no usable answer: {exc}")
+        offline.extractor = f"hybrid:{client.model}"
+        return offline
+    evidence = await asyncio.to_thread(Evidence.of, text.text) if text.text.strip() else None
+    return merged(doc_type, offline, answer, plan, evidence, client.model)
+
+
+class Plan:
+    """What to ask the model: top-level fields (`ask`), all of them (`whole`)."""
+
+    def __init__(self, ask: list[str], vouched: list[str], whole: bool) -> None:
+        self.ask = ask
+        self.vouched = vouched  # dotted fields the rules vouch for
+        self.whole = whole
+
+
+def plan_for(doc_type: str, offline: Extraction) -> Plan:
+    keys = KEY_FIELDS.get(doc_type, [])
+    values = _leaves(offline.data)
+    vouched = [
+        where
+        for where, score in offline.fields.items()
+        if score >= TRUST and values.get(where) not in (None, "", [])
+    ]
+    sure = [k for k in keys if k in vouched]
+    if len(sure) == len(keys) and not offline.checks:
+        return Plan([], vouched, whole=False)
+    if len(sure) * 2 < len(keys):
+        return Plan(list(offline.data), vouched, whole=True)
+    implicated = {w for w, s in _implicated(offline.fields, offline.checks).items() if s < TRUST}
+    ask = []
+    for top in offline.data:
+        under = [w for w in offline.fields if w == top or w.startswith(f"{top}.")]
+        doubtful = [w for w in under if w not in vouched or w in implicated]
+        if doubtful or not under:
+            ask.append(top)
+    return Plan(ask, vouched, whole=False)
+
+
+def _cut(schema: dict[str, Any], keep: list[str]) -> dict[str, Any]:
+    """The type's schema with only the top-level properties in `keep`."""
+    out = dict(schema)
+    out["properties"] = {k: v for k, v in schema["properties"].items() if k in keep}
+    out["required"] = [k for k in schema.get("required", []) if k in keep]
+    return out
+
+
+def _hints(offline: Extraction, plan: Plan) -> str:
+    values = _leaves(offline.data)
+    if plan.whole:
+        found = {w: v for w, v in values.items() if v not in (None, "", [])}
+        if not found:
+            return ""
+        return "A first reading by rules (unsure; check each against the text): " + json.dumps(
+            found, ensure_ascii=False
+        )
+    known = {w: values[w] for w in plan.vouched if w.split(".")[0] not in plan.ask}
+    asked = ", ".join(plan.ask)
+    facts = f" Already read, certain: {json.dumps(known, ensure_ascii=False)}." if known else ""
+    return f"Answer only these fields: {asked}.{facts}"
+
+
+def merged(
+    doc_type: str,
+    offline: Extraction,
+    answer: Extraction,
+    plan: Plan,
+    evidence: Evidence | None,
+    model_name: str,
+) -> Extraction:
+    """One extraction from the rules' and the model's, as the module says."""
+    ours, theirs = offline.data, answer.data
+    data = copy.deepcopy(ours)
+    source: dict[str, str] = {}  # top-level field -> "rules" or "model"
+    for top in plan.ask:
+        mine, other = ours.get(top), theirs.get(top)
+        if _empty(mine) and not _empty(other):
+            data[top] = copy.deepcopy(other)
+            source[top] = "model"
+        elif isinstance(mine, dict) and isinstance(other, dict):
+            # Sub-fields: the rules' vouched ones stay, empty ones take the model's.
+            for key, value in other.items():
+                if _empty(mine.get(key)) and not _empty(value):
+                    data[top][key] = value
+                    source[f"{top}.{key}"] = "model"
+    model = model_for(doc_type)
+    disputed = [
+        f
+        for f in ARITHMETIC.get(doc_type, ())
+        if f in plan.ask and not _empty(theirs.get(f)) and theirs.get(f) != data.get(f)
+    ]
+    notes = list(offline.notes)
+    if disputed:
+        best: tuple[int, int] | None = None
+        chosen = data
+        for picks in itertools.product((False, True), repeat=len(disputed)):
+            trial = copy.deepcopy(data)
+            for f, take in zip(disputed, picks, strict=True):
+                if take:
+                    trial[f] = copy.deepcopy(theirs[f])
+            rank = (len(cross_checks(doc_type, model.model_validate(trial))), sum(picks))
+            if best is None or rank < best:
+                best, chosen = rank, trial
+        taken = [f for f in disputed if chosen.get(f) != data.get(f)]
+        for f in taken:
+            source[f] = "model"
+        if taken:
+            notes.append(f"the amounts add up with the model's {', '.join(taken)}")
+        data = chosen
+    value = model.model_validate(data)
+    fields = dict(offline.fields)
+    by_model = field_confidences(doc_type, value.model_dump(mode="json"), {}, evidence)
+    for where, score in by_model.items():
+        if source.get(where) == "model" or source.get(where.split(".")[0]) == "model":
+            fields[where] = min(score, answer.fields.get(where, score))
+    checks = cross_checks(doc_type, value)
+    if checks:
+        fields = _implicated(fields, checks)
+    asked = "the whole document" if plan.whole else ", ".join(plan.ask)
+    used = sorted(source)
+    notes.append(
+        f"the model was asked for {asked}; its answer was used for "
+        f"{', '.join(used) if used else 'nothing'}"
+    )
+    notes.extend(n for n in answer.notes if n not in notes)
+    extraction = make_extraction(
+        doc_type,
+        value,
+        fields=fields,
+        notes=notes,
+        pages=offline.pages,
+        extractor=f"hybrid:{model_name}",
+        key_fields=KEY_FIELDS.get(doc_type),
+    )
+    return extraction
+
+
+def _empty(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(_empty(v) for v in value.values())
+    return value in (None, "", [])
+
+
+def _leaves(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out

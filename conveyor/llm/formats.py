@@ -1,0 +1,134 @@
+"""How to ask a server for JSON: the response formats it takes, found out and remembered.
+
+Servers differ in what `response_format` they accept, and say so differently:
+
+| server                         | json_schema (OpenAI's)   | json_object + "schema"   |
+| ------------------------------ | ------------------------ | ------------------------ |
+| OpenAI, vLLM, llama.cpp's own  | yes                      | (json_object only)       |
+|   C++ server (llama-server)    |                          |                          |
+| llama-cpp-python's server      | HTTP 500, "...type must  | yes: its grammar         |
+|   (0.3.x)                      |   be ... json_object"    |   constrains the answer  |
+| Ollama (OpenAI route)          | yes (>= 0.5)             | json_object              |
+
+So a request climbs down a ladder of formats (FORMATS): `json_schema` strict, then
+`json_object` with the schema beside it (llama-cpp-python's form; others ignore or refuse
+the extra key), then `json_object` alone, then no response_format at all. Every rung but
+the first also puts the schema in the instructions. A server's refusal of a rung (any
+status among REFUSAL_STATUSES whose message names the response format, the schema or the
+grammar) moves to the next rung and is remembered for the (base URL, model) pair for the
+rest of the process, so only the first request to a server pays for finding out. A
+refusal is never taken for an outage: it is not retried with backoff.
+
+Schemas go out in a form every grammar converter handles (`portable`): the regex escapes
+some converters break on (llama-cpp-python's crashes the server on the `\\.` of
+`^-?[0-9]+(\\.[0-9]+)?$`) are written as the classes they mean (`[.]`, `[0-9]`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any
+
+FORMATS = ("json_schema", "json_object+schema", "json_object", "none")
+"""The rungs, most constrained first."""
+
+REFUSAL_STATUSES = {400, 415, 422, 500, 501}
+"""Statuses a server answers an unsupported response format with (llama-cpp-python: 500)."""
+
+_NAMES_THE_FORMAT = re.compile(
+    r"response[_ ]?format|json[_ ]?schema|json_object|schema|grammar", re.IGNORECASE
+)
+
+_known: dict[tuple[str | None, str], int] = {}
+_known_lock = threading.Lock()  # clients of several threads (benchmarks) share the memory
+
+
+def first_rung(base_url: str | None, model: str) -> int:
+    """The rung to start at for this server and model: 0 until one was refused."""
+    with _known_lock:
+        return _known.get((base_url, model), 0)
+
+
+def remember(base_url: str | None, model: str, rung: int) -> None:
+    with _known_lock:
+        _known[(base_url, model)] = max(rung, _known.get((base_url, model), 0))
+
+
+def forget_all() -> None:
+    """Start afresh (tests)."""
+    with _known_lock:
+        _known.clear()
+
+
+def is_format_refusal(status: int, message: str) -> bool:
+    """Whether an error answer refuses the response format rather than the request."""
+    return status in REFUSAL_STATUSES and bool(_NAMES_THE_FORMAT.search(message))
+
+
+def response_format(rung: int, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The `response_format` of a rung (None: leave it out of the request)."""
+    kind = FORMATS[rung]
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": schema, "strict": True},
+        }
+    if kind == "json_object+schema":
+        return {"type": "json_object", "schema": schema}
+    if kind == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def instructions(rung: int, schema: dict[str, Any]) -> dict[str, str] | None:
+    """The system message that carries the schema on the rungs that do not enforce it."""
+    if FORMATS[rung] == "json_schema":
+        return None
+    return {
+        "role": "system",
+        "content": "Answer with one JSON object, nothing else, that follows this JSON "
+        f"schema:\n{json.dumps(schema, separators=(',', ':'))}",
+    }
+
+
+# Escapes grammar converters mishandle, and the character classes that mean the same.
+_ESCAPES = {r"\.": "[.]", r"\d": "[0-9]", r"\-": "[-]", r"\+": "[+]", r"\/": "/"}
+
+
+def portable_pattern(pattern: str) -> str:
+    """The same regex without the escapes of _ESCAPES outside character classes (inside
+    one, `[\\.]` is as clear to a converter as `[.]`, and is left alone)."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        pair = pattern[i : i + 2]
+        if pair.startswith("\\"):
+            out.append(pair if in_class else _ESCAPES.get(pair, pair))
+            i += 2
+            continue
+        if pattern[i] == "[":
+            in_class = True
+        elif pattern[i] == "]":
+            in_class = False
+        out.append(pattern[i])
+        i += 1
+    return "".join(out)
+
+
+def portable(schema: Any) -> Any:
+    """`schema` with every `pattern` written as portable_pattern does."""
+    if isinstance(schema, list):
+        return [portable(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "pattern" and isinstance(value, str):
+            out[key] = portable_pattern(value)
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {name: portable(sub) for name, sub in value.items()}
+        else:
+            out[key] = portable(value)
+    return out
