@@ -50,6 +50,7 @@ _LAW_CLAUSES = (
         re.IGNORECASE,
     ),
 )
+_LAW_WORD = re.compile(r"\blaws?\b|\bRecht(?:en)?\b|\bdroit\b", re.IGNORECASE)
 _LAW_END = re.compile(
     r",|\s+(?:without|excluding|except|exclusive\s+of|applicable|as\s+applied|as\s+in\s+effect|"
     r"in\s+force|regardless|and\s+(?:the|any|all|each|that)\b|which|that|to\s+the\s+exclusion|"
@@ -91,6 +92,8 @@ _PAYMENT = (
         FAIR,
     ),
 )
+_PAYMENT_WORD = re.compile(r"\bdays?\b|\bnet\b|\bTagen\b|\bjours\b", re.IGNORECASE)
+_PAYING = re.compile(r"\bpa(?:y|id|ble|yment)|zahl|pai|r\u00e8glement", re.IGNORECASE)
 _INVOICE = re.compile(r"invoice|billing|bill\b|Rechnung|facture|factura|fattura", re.IGNORECASE)
 # Days counted from these are not payment terms of invoices.
 _NOT_INVOICE_DAYS = re.compile(
@@ -103,17 +106,19 @@ _NOT_INVOICE_DAYS = re.compile(
 
 def governing_law(text: ContractText) -> tuple[str | None, float]:
     candidates: list[tuple[int, int, str]] = []  # (-score, position, law)
-    for pattern in _LAW_CLAUSES:
-        for match in pattern.finditer(text.flat):
-            law = _jurisdiction(match.group("law"))
-            if not law:
-                continue
-            score = 0
-            if _HEADING.search(text.flat[max(0, match.start() - 80) : match.start()]):
-                score += 2
-            if _THIS_AGREEMENT.search(text.sentence_at(match.start())):
-                score += 1
-            candidates.append((-score, match.start(), law))
+    for offset, window in text.windows(_LAW_WORD, before=160, after=100):
+        for pattern in _LAW_CLAUSES:
+            for match in pattern.finditer(window):
+                law = _jurisdiction(match.group("law"))
+                if not law:
+                    continue
+                at = offset + match.start()
+                score = 0
+                if _HEADING.search(text.flat[max(0, at - 80) : at]):
+                    score += 2
+                if _THIS_AGREEMENT.search(text.sentence_at(at)):
+                    score += 1
+                candidates.append((-score, at, law))
     if not candidates:
         return None, UNKNOWN
     candidates.sort()
@@ -142,21 +147,30 @@ def _key(law: str) -> str:
 
 
 def payment_terms(text: ContractText) -> tuple[str | None, float]:
+    windows = text.windows(_PAYMENT_WORD, before=60, after=100)
     for pattern, confidence in _PAYMENT:
-        for match in pattern.finditer(text.flat):
-            groups = match.groupdict()
-            digits = groups.get("num2")
-            days = int(digits) if digits else number(match.group("num"))
-            if days is None or not 0 < days <= 180:
-                continue
-            if "rest" in groups:
-                rest = groups["rest"] or ""
-                sentence = text.sentence_at(match.start())
-                if _NOT_INVOICE_DAYS.search(rest[:60]) and not _INVOICE.search(rest[:60]):
-                    continue
-                if not (_INVOICE.search(rest) or _INVOICE.search(sentence)):
-                    continue
-                if not re.search(r"\bpa(?:y|id|ble|yment)|zahl|pai|r\u00e8glement", sentence, re.I):
-                    continue
-            return f"Net {days}", confidence
+        for offset, window in windows:
+            for match in pattern.finditer(window):
+                days = _payment_days(text, match, offset + match.start())
+                if days is not None:
+                    return f"Net {days}", confidence
     return None, UNKNOWN
+
+
+def _payment_days(text: ContractText, match: re.Match[str], at: int) -> int | None:
+    """The days of a payment-terms phrase, or None if it is not one."""
+    groups = match.groupdict()
+    digits = groups.get("num2")
+    days = int(digits) if digits else number(match.group("num"))
+    if days is None or not 0 < days <= 180:
+        return None
+    if "rest" in groups:  # "within N days ...": of an invoice, in a sentence about paying
+        rest = groups["rest"] or ""
+        sentence = text.sentence_at(at)
+        if _NOT_INVOICE_DAYS.search(rest[:60]) and not _INVOICE.search(rest[:60]):
+            return None
+        if not (_INVOICE.search(rest) or _INVOICE.search(sentence)):
+            return None
+        if not _PAYING.search(sentence):
+            return None
+    return days

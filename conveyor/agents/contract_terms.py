@@ -103,6 +103,10 @@ _TERM_CUES = (
         False,
     ),
 )
+_TERM_WORD = re.compile(
+    r"\bterm\b|\bperiod\b|\bforce\b|\beffect\b|\bcontinues?\b|Laufzeit|dur\u00e9e",
+    re.IGNORECASE,
+)
 _AMENDED_TERM = re.compile(
     rf"\bterm\s+(?:is|shall\s+be)\s+(?:hereby\s+)?(?:extended|amended|changed)\s+to\s+{_DURATION}",
     re.IGNORECASE,
@@ -220,12 +224,13 @@ def _signature_date(text: ContractText, order: str) -> datetime.date | None:
 
 def term_months(text: ContractText, effective: datetime.date | None) -> tuple[int | None, float]:
     best: tuple[int, float] | None = None
+    windows = text.windows(_TERM_WORD, before=60, after=120)
     for cue, confidence, words_ok in _TERM_CUES:
-        for match in cue.finditer(text.flat):
+        for match, at in _matches(cue, windows):
             months = _months(match, words_ok=words_ok)
-            if months is None or _NOT_THE_TERM.match(text.flat[match.end() : match.end() + 60]):
+            if months is None or _NOT_THE_TERM.match(text.flat[at + len(match.group(0)) :][:60]):
                 continue
-            sentence = text.sentence_at(match.start())
+            sentence = text.sentence_at(at)
             if _OTHER_PERIODS.search(sentence):
                 continue
             if confidence < SURE and not _ABOUT_THE_TERM.search(sentence):
@@ -244,6 +249,13 @@ def term_months(text: ContractText, effective: datetime.date | None) -> tuple[in
             # is one to have read by a person.
             return months, WEAK
     return best if best else (None, UNKNOWN)
+
+
+def _matches(
+    pattern: re.Pattern[str], windows: list[tuple[int, str]]
+) -> list[tuple[re.Match[str], int]]:
+    """`pattern`'s matches in `windows`, each with where it is in the whole stream."""
+    return [(m, offset + m.start()) for offset, w in windows for m in pattern.finditer(w)]
 
 
 def _months(match: re.Match[str], *, words_ok: bool) -> int | None:

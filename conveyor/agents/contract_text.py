@@ -45,10 +45,10 @@ _PREAMBLE_END = re.compile(
 )
 PREAMBLE_MAX = 1800
 _ORDINAL_DAY = re.compile(
-    r"\b(?:the\s+)?(\d{1,2})(?:st|nd|rd|th)?\s+day\s+of\s+([^\W\d_]{3,12}),?\s+(?:in\s+the\s+year\s+)?(\d{4})\b",
+    r"\b(\d{1,2})(?:st|nd|rd|th)?\s+day\s+of\s+([^\W\d_]{3,12}),?\s+(?:in\s+the\s+year\s+)?(\d{4})\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"[^.;]*(?:\.(?![\d\w])|;|$)")
+_SENTENCE_END = re.compile(r"[.;]\s+")
 
 # Numbers written out, as contracts write durations and notice periods ("twelve (12)").
 _UNITS = (
@@ -79,9 +79,27 @@ class ContractText:
     preamble: str = ""  # the flat text up to the recitals (at most PREAMBLE_MAX)
 
     def sentences(self) -> list[tuple[int, str]]:
-        """Every sentence of the stream (ended by a full stop or a semicolon), with
-        where it starts."""
-        return [(m.start(), m.group(0)) for m in _SENTENCE.finditer(self.flat) if m.group(0)]
+        """Every sentence of the stream (ended by a full stop or a semicolon before a
+        space), with where it starts."""
+        found, start = [], 0
+        for end in _SENTENCE_END.finditer(self.flat):
+            found.append((start, self.flat[start : end.start() + 1]))
+            start = end.end()
+        if start < len(self.flat):
+            found.append((start, self.flat[start:]))
+        return found
+
+    def windows(self, keyword: re.Pattern[str], before: int, after: int) -> list[tuple[int, str]]:
+        """The stretches of the stream around `keyword`'s hits (overlapping ones merged),
+        with where each starts: the clause patterns run there, not over 200 pages."""
+        spans: list[list[int]] = []
+        for hit in keyword.finditer(self.flat):
+            start, end = max(0, hit.start() - before), hit.end() + after
+            if spans and start <= spans[-1][1]:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+        return [(start, self.flat[start:end]) for start, end in spans]
 
     def sentence_at(self, pos: int) -> str:
         start = max(self.flat.rfind(". ", 0, pos), self.flat.rfind("; ", 0, pos))
