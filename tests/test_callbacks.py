@@ -340,3 +340,36 @@ async def _all_waiting(conn: Any, pids: list[int]) -> bool:
     )
     row = await cur.fetchone()
     return bool(row["n"] == len(pids))
+
+
+async def test_a_callback_after_a_cancel_is_recorded_and_a_redelivery_changes_nothing(
+    served: Any, conn: Any
+) -> None:
+    """The route leaves the decision to the one write that ends attempts: after a cancel,
+    the job's outcome is kept on record (200, the task stays cancelled); after its own
+    success, a redelivery with other figures writes nothing."""
+    app, client = served
+    task_id, claimed = await _claimed(app, conn)
+    await app.cancel_async(task_id)
+    late = await _post(
+        client, conn, claimed.attempt_id, {"status": "succeeded", "result": 1, "usage": {}}
+    )
+    assert late.status_code == 200
+    assert (late.json()["task_status"], late.json()["attempt_status"]) == ("cancelled", "cancelled")
+    (attempt,) = (await app.get_task_async(task_id)).attempt_history
+    assert attempt.late_outcome == "succeeded"
+
+    other_id, second = await _claimed(app, conn)
+    first = {"status": "succeeded", "result": 2, "usage": {"model": "m", "input_tokens": 5}}
+    assert (await _post(client, conn, second.attempt_id, first)).status_code == 200
+    again = {"status": "failed", "error": "late", "usage": {"model": "m", "input_tokens": 9}}
+    answer = await _post(client, conn, second.attempt_id, again)
+    assert (answer.status_code, answer.json()["task_status"]) == (200, "completed")
+    task = await app.get_task_async(other_id)
+    (attempt,) = task.attempt_history
+    assert (task.result, task.error, attempt.input_tokens, attempt.late_outcome) == (
+        2,
+        None,
+        5,
+        None,
+    )

@@ -24,7 +24,8 @@ from conveyor import policy, queue
 from conveyor.app import App
 from conveyor.external import SIGNATURE_HEADER, TIMESTAMP_HEADER, attempt_secret, verify
 from conveyor.llm.pricing import Pricer, parse_prices
-from conveyor.queue import Outcome
+from conveyor.queue import AttemptOutcome, Outcome
+from conveyor.states import AttemptStatus
 from conveyor.web.errors import ApiError, parse_id
 from conveyor.web.models import Text, storable_json
 
@@ -107,25 +108,21 @@ def router(app: App) -> APIRouter:
             if problem is not None:
                 raise ApiError(401, "bad_signature", problem)
             body = _parse(raw)
-            running = (
-                row["status"] == "running"
-                and row["task_status"] == "processing"
-                and row["task_attempts"] == row["attempt"]
-            )
-            if running or row["status"] in ("lost", "cancelled"):
-                # Applied while the attempt runs; otherwise fenced off and kept on record.
-                cost = body.cost_usd
-                if cost is None:
-                    cost = await _price(pricer, body.usage)
-                await queue.finish(conn, [_outcome(app, row, body, cost)])
-            if row["status"] == "lost":
+            # The one write that ends attempts decides: it applies the outcome while the
+            # attempt runs, records it as late on an attempt that was lost or cancelled, and
+            # changes nothing on one that ended by its own outcome (a redelivery).
+            cost = body.cost_usd
+            if cost is None:
+                cost = await _price(pricer, body.usage)
+            await queue.finish(conn, [_outcome(app, row, body, cost)])
+            now = await queue.attempt_for_callback(conn, number)
+            if now is not None and now["status"] == AttemptStatus.LOST:
                 raise ApiError(
                     409,
                     "attempt_ended",
                     f"attempt {number} had already lost its lease; the task went "
                     "to another attempt, and this outcome was recorded, not applied",
                 )
-            now = await queue.attempt_for_callback(conn, number)
         assert now is not None
         return CallbackAnswer(
             task_id=now["task_id"],
@@ -198,7 +195,7 @@ def _outcome(app: App, row: Any, body: CallbackBody, cost_usd: float | None) -> 
     return Outcome(
         task_id=row["task_id"],
         attempt=row["attempt"],
-        outcome=body.status,
+        outcome=AttemptOutcome(body.status),
         result=json.dumps(body.result) if body.status == "succeeded" else None,
         error=body.error if body.status == "failed" else None,
         retry_delay=retry_delay,
