@@ -136,7 +136,10 @@ def test_a_german_preamble() -> None:
         "USD pro Kalendermonat, zahlbar innerhalb von 30 Tagen nach Rechnungsstellung. "
         "Dieser Vertrag unterliegt dem Recht des Bundesstaates Delaware, USA."
     )
-    assert names_and_roles(contract) == [("Acme GmbH", "Auftragnehmer"), ("Beta Corp.", "Auftraggeber")]
+    assert names_and_roles(contract) == [
+        ("Acme GmbH", "Auftragnehmer"),
+        ("Beta Corp.", "Auftraggeber"),
+    ]
     assert contract.effective_date == datetime.date(2025, 3, 1)
     assert contract.payment_terms == "Net 30"
     assert contract.governing_law == "Bundesstaates Delaware"
