@@ -219,6 +219,19 @@ def report(docs: list[Doc], pages: int, classified: int) -> list[str]:
             ok, total = _tally(group)
             mark = " (held out)" if key == "source" and group[0].held_out else ""
             out.append(f"| {name}{mark} | {len(group)} | {pct(ok, total)} ({ok}/{total}) |")
+    out.append("")
+    for title, group in (("all", docs), ("tuned on", tuned), ("held out", held)):
+        every = [f for d in group for f in d.fields.values()]
+        stated = [f for f in every if f["want"] not in (None, [], "")]
+        ok, absent_ok = (
+            sum(f["ok"] for f in stated),
+            sum(f["ok"] for f in every) - sum(f["ok"] for f in stated),
+        )
+        out.append(
+            f"Fields the contracts state ({title}): {pct(ok, len(stated))} right "
+            f"({ok}/{len(stated)}); fields they leave out, null wanted: "
+            f"{absent_ok}/{len(every) - len(stated)} right."
+        )
     out += reliability(docs)
     seconds = sum(d.seconds for d in docs)
     rate = pages / seconds if seconds else 0.0
