@@ -8,6 +8,7 @@ import datetime
 import io
 from decimal import Decimal
 
+from reportlab.pdfbase.pdfmetrics import stringWidth  # type: ignore[import-untyped]
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_labels import field_label, fold, sum_label
@@ -450,3 +451,148 @@ def test_more_party_headings_and_labels() -> None:
     assert found is not None and found[0] == "due"
     found = field_label("Datum splatnosti")
     assert found is not None and found[0] == "due"
+
+
+SWISS_LETTER: Draw = [
+    (160, 20, "Atelier Brun GmbH"),
+    (160, 28, "c/o Lea Brun"),
+    (160, 36, "Seeweg 4"),
+    (160, 44, "4051 Basel"),
+    (40, 80, "Kantonsschule Olten"),
+    (40, 88, "Mensa"),
+    (40, 96, "Bahnhofstrasse 12"),
+    (40, 104, "4600 Olten"),
+    (40, 130, "Invoice KSO-7"),
+    (40, 150, "Date:"),
+    (110, 150, "30.06.2023"),
+    (40, 160, "Payment until:"),
+    (110, 160, "30.07.2023"),
+    (40, 200, "Pos. Description"),
+    (300, 200, "Quantity Unit price Price"),
+    (40, 212, "1"),
+    # The quantity drawn right after the description, too close to be its own cell.
+    (300 - stringWidth("Design of the menu cards ", "Helvetica", 9), 212, "Design of the menu cards"),
+    (300, 212, "12 h"),
+    (345, 212, "150.00"),
+    (400, 212, "1'800.00"),
+    (40, 224, "2"),
+    (60, 224, "Printing"),
+    (300, 224, "2 pcs"),
+    (345, 224, "100.00"),
+    (400, 224, "200.00"),
+    (60, 240, "Sub-Total"),
+    (400, 240, "2'000.00"),
+    (60, 252, "plus VAT 8.1%"),
+    (400, 252, "162.00"),
+    (60, 264, "Total"),
+    (400, 264, "2'162.00"),
+]
+
+
+def test_a_letter_with_the_seller_block_over_the_buyer_and_a_header_of_two_word_labels() -> None:
+    data = read(SWISS_LETTER)["data"]
+    assert isinstance(data, dict)
+    # The seller's "c/o" line and street are its own block, not the buyer.
+    assert data["vendor"]["name"] == "Atelier Brun GmbH"
+    assert data["customer"]["name"] == "Kantonsschule Olten"
+    assert data["due_date"] == "2023-07-30"
+    assert (data["subtotal"], data["tax"], data["total"]) == ("2000.00", "162.00", "2162.00")
+    # "Unit price" is one label and "Price" the amount; "12 h" printed against the
+    # description is the quantity.
+    first, second = data["line_items"]
+    assert (first["quantity"], first["unit_price"], first["amount"]) == ("12", "150.00", "1800.00")
+    assert first["description"] == "Design of the menu cards"
+    assert (second["quantity"], second["amount"]) == ("2", "200.00")
+
+
+def test_header_labels_of_several_words_and_the_last_price_as_the_amount() -> None:
+    from conveyor.agents.invoice_table import find_header
+    from conveyor.documents.layout import lines_of
+
+    text = extract_text(pdf([(40, 100, "Qty"), (80, 100, "Item"), (300, 100, "Unit price Price")]))
+    (line,) = lines_of(text.layouts(1)[0])
+    header = find_header(line)
+    assert header is not None
+    assert [c.kind for c in header.columns] == ["quantity", "description", "price", "amount"]
+
+
+QTY_FIRST_LETTER: Draw = [
+    (40, 60, "Harbor Repairs LLC", 14),
+    (40, 76, "8 Pier Road, Portland, OR 97201"),
+    (40, 120, "Bill To"),
+    (40, 132, "Customer"),
+    (40, 144, "1 Main St, Salem, OR 97301"),
+    (340, 120, "Invoice #2024-05-17"),
+    (122, 170, "Portland, May 17, 2024"),
+    (40, 200, "QTY"),
+    (80, 200, "Description"),
+    (400, 200, "Price"),
+    (500, 200, "Amount"),
+    (40, 214, "1"),
+    (80, 214, "Hull inspection"),
+    (400, 214, "90.00"),
+    (500, 214, "$90.00"),
+    (40, 228, "3"),
+    (80, 228, "Paint, litres"),
+    (400, 228, "20.00"),
+    (500, 228, "$60.00"),
+    (400, 250, "Subtotal"),
+    (500, 250, "$150.00"),
+    (400, 262, "10% Tax:"),
+    (500, 262, "$15.00"),
+    (400, 274, "Total"),
+    (500, 274, "$165.00"),
+]
+
+
+def test_a_quantity_first_table_a_hashed_number_and_a_letter_s_date_line() -> None:
+    result = read(QTY_FIRST_LETTER)
+    data = result["data"]
+    assert isinstance(data, dict)
+    # "#" marks a number even when it looks like a date.
+    assert data["number"] == "2024-05-17"
+    # No labelled date: the letter's "Town, date" line, believed a little less.
+    assert data["issue_date"] == "2024-05-17"
+    fields = result["fields"]
+    assert isinstance(fields, dict) and fields["issue_date"] < 0.9
+    # "Bill To" over "Customer": the block's first line is its name.
+    assert data["customer"]["name"] == "Customer"
+    assert [i["quantity"] for i in data["line_items"]] == ["1", "3"]
+    assert data["tax"] == "15.00"
+
+
+def test_a_value_half_a_line_below_beside_its_label() -> None:
+    data = read(
+        [
+            (40, 60, "Nordlicht GmbH", 14),
+            (40, 100, "Rechnung Nr. 7"),
+            (300, 120, "Rechnungsdatum"),
+            (420, 120, "05.03.2016"),
+            (300, 134, "Fällig am"),
+            (420, 139, "19.03.2016"),
+            (300, 180, "Gesamtbetrag"),
+            (420, 180, "119,00 €"),
+        ]
+    )["data"]
+    assert isinstance(data, dict) and data["due_date"] == "2016-03-19"
+
+
+def test_names_are_not_legal_forms_alone_nor_headings() -> None:
+    from conveyor.agents.invoice_parties import Party, _not_a_label
+
+    data = read(
+        [
+            (48, 30, "Your Garage Inc.", 14),
+            (48, 50, "1234 Company St,"),
+            (48, 62, "Company Town, ST 12345"),
+            (380, 100, "INVOICE", 16),
+            (340, 130, "Invoice #"),
+            (480, 130, "77"),
+            (380, 200, "Total"),
+            (480, 200, "$126.00"),
+        ]
+    )["data"]
+    assert isinstance(data, dict) and data["vendor"]["name"] == "Your Garage Inc."
+    assert _not_a_label(Party("Bill To", 0.85)).name is None
+    assert _not_a_label(Party("Faktura", 0.75)).name is None
+    assert _not_a_label(Party("Petr Nový", 0.75)).name == "Petr Nový"

@@ -42,13 +42,15 @@ class Candidate:
 
 
 def _token(text: str) -> str | None:
-    """The invoice number at the start of a value: one token with a digit, not a date."""
+    """The invoice number at the start of a value: one token with a digit, not a date
+    unless a '#' marks it as a number ("Invoice #2015-11-04")."""
+    marked = text.lstrip().startswith("#")
     words = text.replace("#", " ").split()
     if not words:
         return None
     word = words[0].strip(",;:")
     match = _NUMBER.match(word)
-    if not match or dates_in(word) or len(word) > 40:
+    if not match or (dates_in(word) and not marked) or len(word) > 40:
         return None
     return match.group("n")
 
@@ -76,8 +78,9 @@ def numbers(sheet: Sheet) -> list[Candidate]:
         for c, cell in enumerate(line.cells):
             label = field_label(cell.text)
             if label and label[0] in ("number", "weak_number"):
+                hashed = "#" in cell.text[max(0, label[1] - 1) : label[1] + 2]
                 for spot in sheet.values_of(i, c, label[1], below=1):
-                    number = _token(spot.text)
+                    number = _token(f"#{spot.text}" if hashed and spot.how == "same" else spot.text)
                     if number:
                         sure = SURE if label[0] == "number" else WEAK
                         if label[0] == "weak_number" and _near_title(sheet, i):
@@ -149,8 +152,33 @@ def dates(
                     tokens = dates_in(after)
                     if tokens:
                         issue.append((tokens[0], LIKELY, i))
+    if not issue:
+        issue += _dated_at_a_place(sheet)
     issue.sort(key=lambda t: (-t[1], t[2]))
     return issue, due
+
+
+# A letter's date line: "Musterstadt, November 2, 2015", "Berlin, den 3. März 2024".
+_PLACE_DATE = re.compile(r"^[^\W\d_][^\d,:]{1,40},\s*(?:(?:den|le|el|il)\s+)?(?P<date>\S.*)$")
+
+
+def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
+    """With no labelled date: a line of a place and a date on the first page's upper
+    half, as letters are dated."""
+    if not sheet.lines:
+        return []
+    first = sheet.lines[0].page
+    height = sheet.page_height(first)
+    for i, line in enumerate(sheet.lines):
+        if line.page != first or line.y0 > height / 2:
+            break
+        for cell in line.cells:
+            match = _PLACE_DATE.match(cell.text.strip())
+            if match and not field_label(cell.text):
+                tokens = dates_in(match.group("date"))
+                if tokens and _short(match.group("date")):
+                    return [(tokens[0], FAIR, i)]
+    return []
 
 
 def choose_dates(

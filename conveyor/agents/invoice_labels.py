@@ -372,7 +372,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
     ],
     "price": [
         r"unit\s*price",
-        r"price",
+        r"prices?(?:\s*in\s*[a-z]{3})?",
         r"rate",
         r"einzelpreis\w*",
         r"einzel\w*",
@@ -523,3 +523,9 @@ def column_kind(text: str) -> str | None:
     """The item-table column a header word or cell names, or None."""
     found = _longest(_COLUMNS, text)
     return found[0] if found else None
+
+
+def column_label(text: str, start: int) -> tuple[str, int] | None:
+    """(kind, end) of the column label that starts at `start` in a header cell's text:
+    "Quantity Unit price Price" holds three ("Unit price" is one label of two words)."""
+    return _longest(_COLUMNS, text, start)

@@ -43,6 +43,8 @@ _POSTCODE = re.compile(
     r"\b(?:[A-Z]{1,2}[- ]?)?\d{4,5}\s+[^\W\d_]{2,}|\b\d{4}\s?[A-Z]{2}\b|"
     r"\b[A-Z]{2}\s+\d{5}(?:-\d{4})?\b|\b[A-Z]{1,2}\d[A-Z\d]?\s+\d[A-Z]{2}\b"
 )
+# An address line that names the person a letter is for, not the party: "c/o", "z. Hd.".
+_CARE_OF = re.compile(r"^(?:c/o|c\.o\.|z\.\s?h(?:d)?\.?|attn\.?|attention|a/a)\s")
 _CONTACT = re.compile(r"@|www\.|https?:|\btel\b|\bfax\b|\bphone\b|\btelefon\b|\+\d", re.IGNORECASE)
 
 
@@ -91,11 +93,13 @@ def _block_lines(sheet: Sheet, block: Block) -> list[tuple[int, Cell]]:
         cells = [c for c in line.cells if c.x0 >= block.cell.x0 - 12 and c.x0 < block.cell.x0 + 260]
         if not cells:
             continue
-        if party_heading(cells[0].text) and not name_label(cells[0].text):
-            heading = party_heading(cells[0].text)
-            assert heading is not None
+        heading = party_heading(cells[0].text)
+        if heading and not name_label(cells[0].text):
             rest = cells[0].text[heading[1] :].strip()
-            if not rest or rest.startswith(":"):
+            # "Bill To" over "Customer": a block's first line names its party, even
+            # when the name is a word that could head a block of the same kind.
+            first_of_its_kind = not out and heading[0] == block.kind and not rest
+            if (not rest or rest.startswith(":")) and not first_of_its_kind:
                 break
         for cell in cells:
             out.append((j, cell))
@@ -242,7 +246,8 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
             name = segments[0] if segments else text
             if _CONTACT.search(name) or len(name) < 3 or len(name) > 70:
                 continue
-            forms = list(LEGAL_FORM.finditer(name))
+            # A legal form ends a name: "Company Town, ST 12345" starts with one, names none.
+            forms = [form for form in LEGAL_FORM.finditer(name) if form.start() > 0]
             legal = forms[-1] if forms else None
             score = 0.0
             if legal:
@@ -270,7 +275,9 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
     return Party(best[1], confidence)
 
 
-def buyer_by_evidence(sheet: Sheet, vendor_line: int | None, others: list[Block]) -> Party:
+def buyer_by_evidence(
+    sheet: Sheet, vendor_line: int | None, others: list[Block], vendor: str | None = None
+) -> Party:
     """The buyer when no heading names it: the block beside a delivery address, or the
     address block under the sender line."""
     for block in others:
@@ -285,6 +292,7 @@ def buyer_by_evidence(sheet: Sheet, vendor_line: int | None, others: list[Block]
     if vendor_line is None:
         return Party()
     sender = sheet.lines[vendor_line]
+    sellers_block = _seller_block(sheet, fold(vendor or "\0"), sender.page)
     for j in range(vendor_line + 1, min(len(sheet.lines), vendor_line + 4)):
         line = sheet.lines[j]
         if line.page != sender.page:
@@ -292,6 +300,8 @@ def buyer_by_evidence(sheet: Sheet, vendor_line: int | None, others: list[Block]
         cell = line.cells[0]
         text = cell.text.strip()
         if abs(cell.x0 - sender.x0) > 30 or _LABELLED.match(text) or _CONTACT.search(text):
+            continue
+        if cell in sellers_block or _CARE_OF.match(fold(text)):
             continue
         if SALUTATION.match(fold(text)):
             continue
@@ -307,12 +317,15 @@ def buyer_by_address(sheet: Sheet, vendor: str | None) -> Party:
     first_page = sheet.lines[0].page
     height = sheet.page_height(first_page)
     seller = fold(vendor or "\0")
+    sellers_block = _seller_block(sheet, seller, first_page)
     for i, line in enumerate(sheet.lines[:-2]):
         if line.page != first_page or line.y0 > height * 0.45:
             break
         for cell in line.cells:
             text = cell.text.strip()
-            if seller in fold(text) or _LABELLED.match(text) or _CONTACT.search(text):
+            if cell in sellers_block or seller in fold(text) or _CARE_OF.match(fold(text)):
+                continue
+            if _LABELLED.match(text) or _CONTACT.search(text):
                 continue
             if TITLE.match(fold(text)) or field_label(text) or sum_label(text):
                 continue
@@ -327,6 +340,29 @@ def buyer_by_address(sheet: Sheet, vendor: str | None) -> Party:
             if any(_POSTCODE.search(c.text) for c in below):
                 return Party(text, WEAK)
     return Party()
+
+
+def _seller_block(sheet: Sheet, seller: str, page: int) -> set[Cell]:
+    """The cells of the seller's address block: under its name, in its column, line
+    after line until a gap ("famoser GmbH / c/o F. Moser / Ochsengasse 66 / ...")."""
+    block: set[Cell] = set()
+    for i, line in enumerate(sheet.lines):
+        if line.page != page:
+            continue
+        top = next((c for c in line.cells if fold(c.text).strip() == seller), None)
+        if top is None:
+            continue
+        bottom = line.y1
+        for other in sheet.lines[i + 1 : i + 8]:
+            if other.page != page or other.y0 - bottom > 1.8 * max(line.height, 6.0):
+                break
+            under = [c for c in other.cells if abs(c.x0 - top.x0) < 12]
+            if not under:
+                break
+            block.update(under)
+            bottom = other.y1
+        break
+    return block
 
 
 def sender_line(sheet: Sheet, name: str | None) -> int | None:
@@ -344,6 +380,18 @@ def sender_line(sheet: Sheet, name: str | None) -> int | None:
     return None
 
 
+def _not_a_label(party: Party) -> Party:
+    """A name that is all a heading or a title ("Bill To", "Invoice", "Provider") was read
+    from the wrong line: it is no name."""
+    if not party.name:
+        return party
+    folded = fold(party.name.strip(" :"))
+    heading = party_heading(folded)
+    if (heading and heading[1] >= len(folded)) or TITLE.match(folded):
+        return Party(address=party.address, tax_id=party.tax_id)
+    return party
+
+
 def parties(sheet: Sheet) -> tuple[Party, Party]:
     blocks = headings(sheet)
     seller = next((b for b in blocks if b.kind == "seller"), None)
@@ -355,13 +403,16 @@ def parties(sheet: Sheet) -> tuple[Party, Party]:
     for block in blocks:
         if block.kind in ("buyer", "other"):
             skip |= {cell for _, cell in _block_lines(sheet, block)} | {block.cell}
+    # Names found by evidence rather than under a heading are checked for being labels.
     if vendor.name is None:
-        vendor = vendor_by_evidence(sheet, skip)
+        vendor = _not_a_label(vendor_by_evidence(sheet, skip))
     if customer.name is None:
         others = [b for b in blocks if b.kind == "other"]
-        customer = buyer_by_evidence(sheet, sender_line(sheet, vendor.name), others)
+        customer = _not_a_label(
+            buyer_by_evidence(sheet, sender_line(sheet, vendor.name), others, vendor.name)
+        )
     if customer.name is None:
-        customer = buyer_by_address(sheet, vendor.name)
+        customer = _not_a_label(buyer_by_address(sheet, vendor.name))
     if vendor.tax_id is None and vendor.name:
         vendor.tax_id = _tax_id(
             [

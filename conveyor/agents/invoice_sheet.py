@@ -20,6 +20,8 @@ BELOW_LINES = 2.6
 # upload is not worth 2,000 pages of word boxes.
 MAX_PAGES = 30
 SIDE_SLACK = 24.0
+# A value beside its label may sit this many line heights lower and still be beside it.
+LOWER_RIGHT = 0.8
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,22 @@ class Sheet:
             spots.append(Spot(rest, "same", index, cell))
         for right in line.cells[cell_index + 1 : cell_index + 3]:
             spots.append(Spot(right.text.strip(" :"), "right", index, right))
+        if cell_index + 1 == len(line.cells):
+            spots += self._lower_right(index, cell)
         spots += self.below(index, cell, below)
         return spots
+
+    def _lower_right(self, index: int, cell: Cell) -> list[Spot]:
+        """A value drawn beside its label but a little lower, so that it makes a line of
+        its own ("Datum splatnosti" and, half a line lower, "19/03/2016")."""
+        line = self.lines[index]
+        if index + 1 >= len(self.lines):
+            return []
+        other = self.lines[index + 1]
+        if other.page != line.page or other.y0 - line.y0 > LOWER_RIGHT * line.height:
+            return []
+        nearest = [c for c in other.cells if cell.x1 < c.x0 < cell.x1 + 200]
+        return [Spot(nearest[0].text.strip(" :"), "right", index + 1, nearest[0])] if nearest else []
 
     def below(self, index: int, cell: Cell, count: int = 2) -> list[Spot]:
         """Cells under `cell` (overlapping its columns), in the next lines of its page."""

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
-from conveyor.agents.invoice_labels import TABLE_END, column_kind, fold, sum_label
+from conveyor.agents.invoice_labels import TABLE_END, column_kind, column_label, fold, sum_label
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import currency_of
 from conveyor.documents.layout import Cell, Line
@@ -73,18 +73,19 @@ def find_header(line: Line) -> Header | None:
     for cell in line.cells:
         if any(ch.isdigit() for ch in cell.text) and not re.search(r"[a-z]", fold(cell.text)):
             return None
-        words = cell.words
-        word_kinds = [(column_kind(w.text), w) for w in words]
+        labels = _labels_of(cell)
         whole = column_kind(cell.text)
-        if whole and len([k for k, _ in word_kinds if k]) <= 1:
+        if whole and len(labels) <= 1:
             columns.append(Column(whole, cell.x0, cell.x1))
             continue
-        for kind, word in word_kinds:
-            if kind:
-                if columns and columns[-1].kind == kind and word.x0 - columns[-1].x1 < 8:
-                    columns[-1].x1 = word.x1
-                else:
-                    columns.append(Column(kind, word.x0, word.x1))
+        for kind, x0, x1 in labels:
+            # Words of one column's label ("Menge Einheit") side by side are one column;
+            # two prices side by side are two: the unit's and the line's.
+            if columns and columns[-1].kind == kind != "price" and x0 - columns[-1].x1 < 8:
+                columns[-1].x1 = x1
+            else:
+                columns.append(Column(kind, x0, x1))
+    _last_price_is_the_amount(columns)
     kinds = {c.kind for c in columns}
     if len(kinds) >= 3 and kinds & {"description", "amount", "price"} and len(columns) >= 3:
         return Header(-1, columns)
@@ -92,6 +93,61 @@ def find_header(line: Line) -> Header | None:
     if kinds == {"description", "amount"} and len(line.cells) == 2:
         return Header(-1, columns)
     return None
+
+
+def _labels_of(cell: Cell) -> list[tuple[str, float, float]]:
+    """The column labels in a header cell, each with its x-range: labels of several words
+    ("Unit price", "Prix unitaire") are one, found from each word on."""
+    starts, at = [], 0
+    for word in cell.words:
+        starts.append(at)
+        at += len(word.text) + 1
+    text, found, k = cell.text, [], 0
+    while k < len(cell.words):
+        label = column_label(text, starts[k])
+        if label is None:
+            k += 1
+            continue
+        last = k
+        while last + 1 < len(cell.words) and starts[last + 1] < label[1]:
+            last += 1
+        found.append((label[0], cell.words[k].x0, cell.words[last].x1))
+        k = last + 1
+    return found
+
+
+def _last_price_is_the_amount(columns: list[Column]) -> None:
+    """A header with no amount column: its last price column is the line's amount, when
+    there are two ("Unit price | Price") or none says what is counted ("Prices in EUR")."""
+    if any(c.kind == "amount" for c in columns):
+        return
+    prices = [c for c in columns if c.kind == "price"]
+    counted = any(c.kind == "quantity" for c in columns)
+    if len(prices) >= 2 or (len(prices) == 1 and not counted):
+        prices[-1].kind = "amount"
+
+
+def _cut_at_columns(cells: list[Cell], header: Header) -> list[Cell]:
+    """A row's cells cut where a quantity printed close to its description stands under
+    the quantity column: "Concept work, PoC 12 h" under "Description | Quantity" is two."""
+    column = next((c for c in header.columns if c.kind == "quantity"), None)
+    if column is None:
+        return cells
+    out: list[Cell] = []
+    for cell in cells:
+        words = cell.words
+        for size in (2, 1):  # "12 h", "12"
+            tail = words[-size:]
+            if len(words) <= size or words[0].x1 > column.x0:
+                continue  # a cell that starts under the quantity column is the quantity
+            inside = all(column.x0 - 4 <= (w.x0 + w.x1) / 2 <= column.x1 + 4 for w in tail)
+            text = " ".join(w.text for w in tail)
+            if inside and (_QTY.match(text + " ") or _POS.match(text)):
+                out += [Cell(words[:-size]), Cell(tail)]
+                break
+        else:
+            out.append(cell)
+    return out
 
 
 def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]]:
@@ -131,11 +187,13 @@ def _close(a: Decimal, b: Decimal) -> bool:
 
 
 def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
-    cells = list(line.cells)
+    cells = _cut_at_columns(list(line.cells), header)
+    counted = bool(cells) and header.column_of(cells[0]) == "quantity"
     if (cells and _POS.match(cells[0].text.strip()) and header.columns[0].kind == "pos") or (
         cells
         and _POS.match(cells[0].text.strip())
         and cells[0].x1 < (header.x_of("description") or 0)
+        and not counted  # "QTY | Description | Price | Amount": the first number counts
     ):
         cells = cells[1:]
     numbers = _numbers(cells, sheet)
