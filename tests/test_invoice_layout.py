@@ -453,6 +453,7 @@ def test_more_party_headings_and_labels() -> None:
     assert found is not None and found[0] == "due"
 
 
+MENU_CARDS = "Design of the menu cards"
 SWISS_LETTER: Draw = [
     (160, 20, "Atelier Brun GmbH"),
     (160, 28, "c/o Lea Brun"),
@@ -471,7 +472,7 @@ SWISS_LETTER: Draw = [
     (300, 200, "Quantity Unit price Price"),
     (40, 212, "1"),
     # The quantity drawn right after the description, too close to be its own cell.
-    (300 - stringWidth("Design of the menu cards ", "Helvetica", 9), 212, "Design of the menu cards"),
+    (300 - stringWidth("Design of the menu cards ", "Helvetica", 9), 212, MENU_CARDS),
     (300, 212, "12 h"),
     (345, 212, "150.00"),
     (400, 212, "1'800.00"),

@@ -83,7 +83,9 @@ class Sheet:
         if other.page != line.page or other.y0 - line.y0 > LOWER_RIGHT * line.height:
             return []
         nearest = [c for c in other.cells if cell.x1 < c.x0 < cell.x1 + 200]
-        return [Spot(nearest[0].text.strip(" :"), "right", index + 1, nearest[0])] if nearest else []
+        if not nearest:
+            return []
+        return [Spot(nearest[0].text.strip(" :"), "right", index + 1, nearest[0])]
 
     def below(self, index: int, cell: Cell, count: int = 2) -> list[Spot]:
         """Cells under `cell` (overlapping its columns), in the next lines of its page."""
