@@ -52,8 +52,16 @@ from conveyor.documents.text import extract_text  # noqa: E402
 from conveyor.documents.types import Extraction  # noqa: E402
 
 DEFAULT_CORPUS = HERE / "contracts"
-# Written in contracts/README.md before any rule was tuned: not looked at while tuning.
-HELD_OUT = ("cuad-held-out", "autoya")
+# Written in contracts/README.md before any rule was tuned. Round 1 was held out until
+# the rules were frozen and scored (docs/benchmarks.md), then looked at; round 2 was
+# added then, and is the one held out now (--failures does not show it).
+ROUNDS = {
+    "cuad-tuned": "tuned on",
+    "cuad-held-out": "held out, round 1",
+    "autoya": "held out, round 1",
+    "cuad-held-out-2": "held out, round 2",
+}
+HELD_OUT = ("cuad-held-out-2",)
 READING: list[float] = []  # seconds in the contract reader alone, per document
 FIELDS = (
     "parties",
@@ -190,37 +198,42 @@ def _complete(doc: Doc) -> bool:
     return bool(doc.fields) and all(f["ok"] for f in doc.fields.values())
 
 
+def _groups(docs: list[Doc]) -> dict[str, list[Doc]]:
+    groups: dict[str, list[Doc]] = {"all": docs}
+    for title in dict.fromkeys(ROUNDS.values()):
+        groups[title] = [d for d in docs if ROUNDS.get(d.source) == title]
+    return {title: group for title, group in groups.items() if group}
+
+
 def report(docs: list[Doc], pages: int, classified: int) -> list[str]:
-    tuned = [d for d in docs if not d.held_out]
-    held = [d for d in docs if d.held_out]
+    groups = _groups(docs)
     out = [f"## Real contracts: {len(docs)} documents, {pages} pages", ""]
     out += [
-        f"| field | all ({len(docs)}) | tuned on ({len(tuned)}) | held out ({len(held)}) |",
-        "| --- | ---: | ---: | ---: |",
+        "| field | " + " | ".join(f"{t} ({len(g)})" for t, g in groups.items()) + " |",
+        "| --- |" + " ---: |" * len(groups),
     ]
     for name in (*FIELDS, None):
         cells = []
-        for group in (docs, tuned, held):
+        for group in groups.values():
             ok, total = _tally(group, name)
             cells.append(f"{pct(ok, total)} ({ok}/{total})")
         out.append(f"| {name or '**all fields**'} | " + " | ".join(cells) + " |")
-    complete = [sum(_complete(d) for d in g) for g in (docs, tuned, held)]
     out.append(
         "| documents entirely right | "
-        + " | ".join(f"{c}/{len(g)}" for c, g in zip(complete, (docs, tuned, held), strict=True))
+        + " | ".join(f"{sum(_complete(d) for d in g)}/{len(g)}" for g in groups.values())
         + " |"
     )
     for title, key in (("source", "source"), ("language", "language")):
-        groups: dict[str, list[Doc]] = defaultdict(list)
+        by_key: dict[str, list[Doc]] = defaultdict(list)
         for doc in docs:
-            groups[getattr(doc, key)].append(doc)
+            by_key[getattr(doc, key)].append(doc)
         out += ["", f"| {title} | documents | fields right |", "| --- | ---: | ---: |"]
-        for name, group in sorted(groups.items()):
+        for name, group in sorted(by_key.items()):
             ok, total = _tally(group)
-            mark = " (held out)" if key == "source" and group[0].held_out else ""
+            mark = f" ({ROUNDS.get(name, '?')})" if key == "source" else ""
             out.append(f"| {name}{mark} | {len(group)} | {pct(ok, total)} ({ok}/{total}) |")
     out.append("")
-    for title, group in (("all", docs), ("tuned on", tuned), ("held out", held)):
+    for title, group in groups.items():
         every = [f for d in group for f in d.fields.values()]
         stated = [f for f in every if f["want"] not in (None, [], "")]
         ok, absent_ok = (
