@@ -61,10 +61,15 @@ class Pruner:
         self.interval = interval
 
     async def run_once(self) -> int:
+        from conveyor.documents.stores.prune import prune_documents
+
         async with self.db.connection() as conn:
             deleted = await queue.prune(conn, older_than=self.older_than)
         if deleted:
             log.info("pruned finished tasks", extra=fields(tasks=deleted))
+        documents = await prune_documents(self.db)  # those no task refers to any more
+        if documents:
+            log.info("pruned documents", extra=fields(documents=documents))
         return deleted
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -30,7 +30,13 @@ PART_BYTES = 8 << 20  # what the SDK buffers before sending a part (S3's minimum
 # Bounds on every request, so that a store that stopped answering fails the upload or
 # the attempt instead of hanging it.
 _OPTIONS: dict[str, dict[str, Any]] = {
-    "s3": {"config_kwargs": {"connect_timeout": 10, "read_timeout": 60}},
+    "s3": {
+        "config_kwargs": {
+            "connect_timeout": 10,
+            "read_timeout": 60,
+            "retries": {"max_attempts": 3, "mode": "standard"},
+        },
+    },
 }
 
 

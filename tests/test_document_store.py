@@ -1,0 +1,513 @@
+"""Document stores (issue #17): what the web app stores, a worker on another machine reads.
+
+Each store runs for real: PostgreSQL (the test database), a folder, and S3 through s3fs
+against moto's standalone server, a real S3 API over HTTP on loopback (the code path
+users run, with AWS_ENDPOINT_URL pointing at it). "Another machine" is a worker process
+with its own CONVEYOR_HOME: it has no access to the web app's disk, only to the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from conveyor import App
+from conveyor.agents.documents import declare_document_agents
+from conveyor.document_urls import BadStoreUrl, parse
+from conveyor.documents.stores import DocumentMissing, StoreUnavailable, open_store
+from conveyor.documents.stores.prune import prune_documents
+from conveyor.documents.stores.reader import document_file
+from conveyor.settings import Settings
+from conveyor.states import TaskStatus
+from conveyor.testing.samples import make_invoice
+from conveyor.web.documents import check_store
+from tests.conftest import wait_for
+from tests.processes import ROOT, WorkerProcess
+from tests.web import serving
+
+MIB = 1 << 20
+PNG_HEAD = b"\x89PNG\r\n\x1a\n" + bytes(24)  # sniffed as PNG: enough for the store
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[str]:
+    """moto's S3 server in its own process, on loopback."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url, timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError("moto's server did not start") from None
+                time.sleep(0.1)  # polling for it to listen, 30 s at most
+        else:
+            raise RuntimeError("moto's server did not answer in 30s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture
+def s3_env(moto: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    env = {
+        "AWS_ENDPOINT_URL": moto,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+def s3fs_client() -> Any:
+    import s3fs  # type: ignore[import-untyped]
+
+    return s3fs.S3FileSystem(skip_instance_cache=True, use_listings_cache=False)
+
+
+@pytest.fixture
+def bucket(s3_env: dict[str, str]) -> str:
+    name = f"conveyor-{secrets.token_hex(4)}"
+    s3fs_client().mkdir(name)
+    return name
+
+
+@pytest.fixture(params=["postgresql", "folder", "s3"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each store, by the URL users give."""
+    if request.param == "postgresql":
+        return "postgresql"
+    if request.param == "folder":
+        return f"file://{tmp_path / 'shared'}"  # every machine mounts it at the same path
+    bucket = request.getfixturevalue("bucket")
+    return f"s3://{bucket}/documents"
+
+
+@pytest.fixture
+def settings(settings: Settings, store_url: str) -> Settings:
+    return dataclasses.replace(settings, documents_url=store_url)
+
+
+@pytest.fixture
+async def web(settings: Settings) -> AsyncIterator[tuple[App, httpx.AsyncClient]]:
+    app = App(settings=settings)
+    declare_document_agents(app)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as client:
+        yield app, client
+
+
+async def upload(client: httpx.AsyncClient, name: str, data: bytes, **fields: str) -> Any:
+    parts = [("files", (name, data, "application/octet-stream"))]
+    response = await client.post("/api/documents", data=fields, files=parts)
+    assert response.status_code == 201, response.text
+    return response.json()[0]
+
+
+async def count(conn: psycopg.AsyncConnection[Any], table: str) -> int:
+    cur = await conn.execute(f"SELECT count(*) AS n FROM {table}")
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+def s3_keys(url: str) -> list[str]:
+    return sorted(s3fs_client().find(parse(url).path))
+
+
+# ---------------------------------------------------------------------------------------
+# A worker on another machine
+
+
+async def test_a_worker_with_another_home_reads_what_the_web_app_stored(
+    web: tuple[App, httpx.AsyncClient],
+    settings: Settings,
+    store_url: str,
+    database_url: str,
+    conn: psycopg.AsyncConnection[Any],
+    tmp_path: Path,
+) -> None:
+    app, client = web
+    invoice = make_invoice(7)
+    sha256 = hashlib.sha256(invoice.pdf).hexdigest()
+    answer = await upload(client, invoice.name, invoice.pdf, agent="invoice")
+    assert answer["document"]["sha256"] == sha256
+    task_id = answer["task"]["id"]
+
+    # Where the bytes are: in the store, and nowhere on the web app's disk but its spool
+    # (empty once the upload is done), unless the store is a folder.
+    web_files = [p for p in (settings.home / "documents").rglob("*") if p.is_file()]
+    assert web_files == []
+    if store_url == "postgresql":
+        assert await count(conn, "document_chunks") == -(-len(invoice.pdf) // MIB)
+    elif store_url.startswith("s3://"):
+        prefix = parse(store_url).path
+        assert s3_keys(store_url) == [f"{prefix}/{sha256[:2]}/{sha256[2:4]}/{sha256}"]
+    cur = await conn.execute("SELECT store FROM documents")
+    assert [row["store"] for row in await cur.fetchall()] == [parse(store_url).url]
+
+    other_home = tmp_path / "other-machine"
+    worker = WorkerProcess(
+        database_url,
+        app="conveyor.demo:app",
+        concurrency=1,
+        env={"CONVEYOR_HOME": str(other_home), "CONVEYOR_DOCUMENTS_URL": store_url},
+        log_path=tmp_path / "worker.log",
+    )
+    try:
+
+        async def finished() -> bool:
+            task = await app.get_task_async(task_id)
+            return task.status in (TaskStatus.COMPLETED, TaskStatus.FAILED)
+
+        await wait_for(finished, timeout=60, what="the invoice task")
+    finally:
+        worker.close()
+    task = await app.get_task_async(task_id)
+    assert task.status == TaskStatus.COMPLETED, (task.error, worker.output())
+    assert task.result["data"]["number"] == invoice.truth.number  # type: ignore[attr-defined]
+    cached = other_home / "cache" / "documents" / sha256[:2] / sha256[2:4] / sha256
+    if store_url.startswith("file://"):
+        assert not cached.exists(), "a folder is read in place"
+    else:
+        assert cached.read_bytes() == invoice.pdf, "fetched to the worker's own disk"
+
+
+# ---------------------------------------------------------------------------------------
+# Content addressing, reading back, damage, pruning
+
+
+async def test_the_same_bytes_are_stored_once_and_read_back_whole(
+    web: tuple[App, httpx.AsyncClient],
+    settings: Settings,
+    store_url: str,
+    conn: psycopg.AsyncConnection[Any],
+    tmp_path: Path,
+) -> None:
+    app, client = web
+    data = PNG_HEAD + os.urandom(3 * MIB + 12345)  # four chunks in PostgreSQL
+    first = await upload(client, "a.png", data, agent="document")
+    again = await upload(client, "b.png", data, agent="document", rerun="true")
+    assert first["document"]["id"] == again["document"]["id"]
+    assert first["task"]["id"] != again["task"]["id"]
+    assert await count(conn, "documents") == 1
+    if store_url == "postgresql":
+        assert await count(conn, "document_chunks") == 4
+    elif store_url.startswith("s3://"):
+        assert len(s3_keys(store_url)) == 1, "no temp key is left behind"
+
+    elsewhere = dataclasses.replace(settings, home=tmp_path / "reader")
+    path = await document_file(await app.database(), elsewhere, first["document"]["sha256"])
+    assert path.read_bytes() == data
+
+
+async def test_a_damaged_or_missing_document_is_refused_for_what_it_is(
+    web: tuple[App, httpx.AsyncClient],
+    settings: Settings,
+    store_url: str,
+    conn: psycopg.AsyncConnection[Any],
+    tmp_path: Path,
+) -> None:
+    app, client = web
+    data = PNG_HEAD + os.urandom(2 * MIB)
+    sha256 = (await upload(client, "a.png", data, agent="document"))["document"]["sha256"]
+    store = open_store(store_url)
+    db = await app.database()
+    reader = dataclasses.replace(settings, home=tmp_path / "reader")
+    if store_url == "postgresql":
+        await conn.execute("UPDATE document_chunks SET data = '\\x00' WHERE seq = 1")
+        with pytest.raises(DocumentMissing, match="damaged"):
+            await document_file(db, reader, sha256)
+        await conn.execute("DELETE FROM document_chunks")
+    else:
+        async with db.connection() as c:
+            await store.delete(c, sha256, 0)
+    with pytest.raises(DocumentMissing, match=sha256[:12]):
+        await document_file(db, reader, sha256)
+    assert not list((tmp_path / "reader").rglob(sha256)), "nothing half-fetched is kept"
+
+
+async def test_pruning_deletes_documents_no_task_refers_to(
+    web: tuple[App, httpx.AsyncClient],
+    store_url: str,
+    conn: psycopg.AsyncConnection[Any],
+) -> None:
+    app, client = web
+    kept = await upload(client, "kept.png", PNG_HEAD + b"kept", agent="document")
+    gone = await upload(client, "gone.png", PNG_HEAD + os.urandom(MIB + 1), agent="document")
+    await conn.execute("DELETE FROM tasks WHERE id = %s", [gone["task"]["id"]])  # pruned
+
+    assert await prune_documents(await app.database()) == 1
+    cur = await conn.execute("SELECT sha256 FROM documents")
+    assert [row["sha256"] for row in await cur.fetchall()] == [kept["document"]["sha256"]]
+    if store_url == "postgresql":
+        assert await count(conn, "document_chunks") == 1
+    elif store_url.startswith("s3://"):
+        assert [k.rsplit("/", 1)[1] for k in s3_keys(store_url)] == [kept["document"]["sha256"]]
+    else:
+        folder = Path(parse(store_url).path)
+        assert sorted(p.name for p in folder.rglob("*") if p.is_file()) == [
+            kept["document"]["sha256"]
+        ]
+    assert await prune_documents(await app.database()) == 0
+
+
+# ---------------------------------------------------------------------------------------
+# A web app killed in the middle of a large upload
+
+
+class WebProcess:
+    """`conveyor web` in its own process, on a free port of loopback."""
+
+    def __init__(self, database_url: str, home: Path, store_url: str) -> None:
+        self.port = free_port()
+        self.home = home
+        self.store_url = store_url
+        env = {
+            **os.environ,
+            "CONVEYOR_DATABASE_URL": database_url,
+            "CONVEYOR_HOME": str(home),
+            "CONVEYOR_DOCUMENTS_URL": store_url,
+            "PYTHONPATH": str(ROOT),
+        }
+        command = ["web", "--app", "tests.worker_app:app", "--host", "127.0.0.1"]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "conveyor.cli", *command, "--port", str(self.port)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    async def started(self) -> None:
+        async def healthy() -> bool:
+            assert self.proc.poll() is None, "the web app exited"
+            try:
+                async with httpx.AsyncClient(timeout=2) as client:
+                    return (await client.get(f"{self.url}/healthz")).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        await wait_for(healthy, timeout=60, what="the web app")
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def spooled(self) -> int:
+        """Bytes of uploads in the spool: a folder store's own tmp/, else the home's."""
+        where = parse(self.store_url)
+        folder = Path(where.path) if where.kind == "folder" else self.home / "documents"
+        return sum(p.stat().st_size for p in (folder / "tmp").glob("upload-*"))
+
+
+def multipart_body(
+    size: int, *, pause_after: int | None, resume: asyncio.Event
+) -> tuple[str, AsyncIterator[bytes]]:
+    boundary = secrets.token_hex(16)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="agent"\r\n\r\nnoop\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; '
+            f'filename="big.png"\r\nContent-Type: image/png\r\n\r\n'
+        ).encode() + PNG_HEAD
+        sent = 0
+        while sent < size:
+            if pause_after is not None and sent >= pause_after:
+                await resume.wait()  # the web app is killed meanwhile
+            yield bytes(256 * 1024)
+            sent += 256 * 1024
+        yield f"\r\n--{boundary}--\r\n".encode()
+
+    return f"multipart/form-data; boundary={boundary}", body()
+
+
+async def nothing_stored(conn: psycopg.AsyncConnection[Any], store_url: str) -> None:
+    assert await count(conn, "documents") == 0
+    assert await count(conn, "document_chunks") == 0
+    assert await count(conn, "tasks") == 0
+    if store_url.startswith("s3://"):
+        assert s3_keys(store_url) == []
+    elif store_url.startswith("file://"):
+        folder = Path(parse(store_url).path)
+        assert [p for p in folder.rglob("*") if p.is_file() and p.parent.name != "tmp"] == []
+
+
+async def test_a_web_app_killed_mid_upload_leaves_nothing_visible(
+    store_url: str, database_url: str, conn: psycopg.AsyncConnection[Any], tmp_path: Path
+) -> None:
+    web = WebProcess(database_url, tmp_path / "web", store_url)
+    resume = asyncio.Event()
+    try:
+        await web.started()
+        content_type, body = multipart_body(40 * MIB, pause_after=8 * MIB, resume=resume)
+        async with httpx.AsyncClient(timeout=60) as client:
+            post = asyncio.create_task(
+                client.post(
+                    f"{web.url}/api/documents",
+                    content=body,
+                    headers={"content-type": content_type},
+                )
+            )
+            await wait_for(lambda: web.spooled() >= 4 * MIB, timeout=30, what="the spool")
+            web.kill()
+            resume.set()
+            with pytest.raises(httpx.HTTPError):
+                await post
+    finally:
+        if web.proc.poll() is None:
+            web.kill()
+    await nothing_stored(conn, store_url)
+
+
+async def test_a_web_app_killed_while_it_writes_the_chunks_leaves_nothing(
+    database_url: str, conn: psycopg.AsyncConnection[Any], tmp_path: Path, store_url: str
+) -> None:
+    """PostgreSQL: killed inside the transaction that writes the chunks, the row and the
+    task (the moment the bytes are going in), nothing of it ever becomes visible."""
+    if store_url != "postgresql":
+        pytest.skip("the chunks are PostgreSQL's")
+    web = WebProcess(database_url, tmp_path / "web", store_url)
+    try:
+        await web.started()
+        content_type, body = multipart_body(64 * MIB, pause_after=None, resume=asyncio.Event())
+        async with httpx.AsyncClient(timeout=60) as client:
+            post = asyncio.create_task(
+                client.post(
+                    f"{web.url}/api/documents",
+                    content=body,
+                    headers={"content-type": content_type},
+                )
+            )
+
+            async def writing() -> Any:
+                cur = await conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND xact_start IS NOT NULL AND query LIKE 'INSERT INTO document_chunks%%'"
+                )
+                return await cur.fetchone()
+
+            writer = await wait_for(writing, timeout=60, interval=0.005, what="the chunks")
+            web.kill()
+            with pytest.raises(httpx.HTTPError):
+                await post
+    finally:
+        if web.proc.poll() is None:
+            web.kill()
+    await nothing_stored(conn, store_url)
+
+    async def ended() -> bool:
+        cur = await conn.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND xact_start IS NOT NULL",
+            [writer["pid"]],
+        )
+        return await cur.fetchone() is None
+
+    await wait_for(ended, timeout=30, what="the killed web app's transaction to end")
+    await nothing_stored(conn, store_url)
+
+
+# ---------------------------------------------------------------------------------------
+# Bad URLs and unreachable stores: at start-up
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("ftp://example.com/docs", "not a document store"),
+        ("/srv/documents", "file:///srv/documents"),
+        ("file://nas/share", "a folder on this machine"),
+        ("file://relative", "a folder on this machine"),
+        ("postgresql://db.example.com/other", "the Conveyor database itself"),
+        ("s3://", "expected s3://bucket"),
+        ("s3://bucket/docs?endpoint=x", "not the URL"),
+        ("gs://bucket/docs", "pip install 'conveyor[gcs]'"),
+        ("abfs://container/docs", "pip install 'conveyor[azure]'"),
+    ],
+)
+def test_a_bad_url_says_what_is_wrong(url: str, says: str) -> None:
+    with pytest.raises(BadStoreUrl) as raised:
+        parse(url)
+    assert says in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "canonical"),
+    [
+        (None, "postgresql"),
+        ("", "postgresql"),
+        ("postgresql", "postgresql"),
+        ("file:///srv/documents/", "file:///srv/documents"),
+        ("s3://bucket/docs/", "s3://bucket/docs"),
+        ("s3://bucket", "s3://bucket"),
+    ],
+)
+def test_a_good_url_has_one_spelling(url: str | None, canonical: str) -> None:
+    assert parse(url).url == canonical
+
+
+def test_conveyor_refuses_to_start_with_a_bad_url(database_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "CONVEYOR_DATABASE_URL": database_url, "CONVEYOR_HOME": str(tmp_path)}
+    env["CONVEYOR_DOCUMENTS_URL"] = "ftp://example.com/docs"
+    result = subprocess.run(
+        [sys.executable, "-m", "conveyor.cli", "web", "--port", "0"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "CONVEYOR_DOCUMENTS_URL" in result.stderr and "not a document store" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+async def test_an_unreachable_or_missing_bucket_stops_start_up(
+    s3_env: dict[str, str], database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conveyor.documents.stores.objects import ObjectStore
+
+    url = f"s3://no-such-bucket-{secrets.token_hex(4)}/docs"
+    app = App(settings=Settings(database_url=database_url, home=tmp_path, documents_url=url))
+    try:
+        with pytest.raises(StoreUnavailable, match="does not exist"):
+            await check_store(app)  # what the web app's lifespan runs
+    finally:
+        await app.aclose()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nobody there
+    with pytest.raises(StoreUnavailable, match=url):
+        await ObjectStore(parse(url)).check(None)
