@@ -68,6 +68,13 @@ WHERE store IS DISTINCT FROM %(target)s AND id > %(after)s
 ORDER BY id
 LIMIT %(limit)s;
 
+-- name: documents_in_store
+SELECT count(*) AS n FROM documents WHERE store = %(store)s;
+
+-- name: documents_lock
+-- A migration holds the row while it switches it: a prune skips it meanwhile.
+SELECT store FROM documents WHERE id = %(id)s FOR UPDATE;
+
 -- name: documents_move
 -- A document's bytes are in the target store (copied, verified): readers go there now.
 -- Guarded by the store it was read from, so that a concurrent change is not overwritten.

@@ -13,6 +13,7 @@ document (results in binary: a bytea in text format would be twice its size, in 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from pathlib import Path
 
 from conveyor.db.pool import Connection, Database
@@ -69,6 +70,22 @@ class PostgresStore(Store):
             target.close()
         if seq == 0:
             raise DocumentMissing(f"document {sha256[:12]}... has no bytes in the database")
+
+    async def digest(self, conn: Connection, document_id: int) -> tuple[int, str]:
+        """Size and sha256 of the chunks as `conn` sees them (its own uncommitted ones
+        included): a migration checks what it wrote before it commits."""
+        digest = hashlib.sha256()
+        size = seq = 0
+        while True:
+            cur = await conn.execute(
+                Q.chunks_read, {"document_id": document_id, "seq": seq}, binary=True
+            )
+            row = await cur.fetchone()
+            if row is None:
+                return size, digest.hexdigest()
+            digest.update(row["data"])
+            size += len(row["data"])
+            seq += 1
 
     async def delete(self, conn: Connection, sha256: str, document_id: int) -> None:
         await conn.execute(Q.chunks_delete, {"document_id": document_id})
