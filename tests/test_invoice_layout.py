@@ -597,3 +597,20 @@ def test_names_are_not_legal_forms_alone_nor_headings() -> None:
     assert _not_a_label(Party("Bill To", 0.85)).name is None
     assert _not_a_label(Party("Faktura", 0.75)).name is None
     assert _not_a_label(Party("Petr Nový", 0.75)).name == "Petr Nový"
+
+
+def test_no_field_of_an_invoice_whose_sums_do_not_add_up_is_trusted() -> None:
+    assert max(read(FR)["fields"].values()) >= 0.9  # type: ignore[attr-defined]
+    broken = [(x, y, t.replace("1 608,00", "1 708,00"), *rest) for x, y, t, *rest in FR]
+    fields = read(broken)["fields"]  # type: ignore[arg-type]
+    assert isinstance(fields, dict) and max(fields.values()) < 0.9
+
+
+def test_a_name_alone_under_its_heading_is_not_trusted_without_an_address() -> None:
+    from conveyor.agents.invoice_parties import Party
+    from conveyor.agents.invoice_reader import _corroborated
+    from conveyor.agents.invoice_sheet import Sheet
+
+    sheet = Sheet.of(extract_text(pdf([(40, 40, "Seller"), (40, 52, "Kiosk Blau")])))
+    assert _corroborated(sheet, Party("Kiosk Blau", 0.97)) < 0.9
+    assert _corroborated(sheet, Party("Kiosk Blau", 0.97, address="Hafen 1, 20457 Hamburg")) > 0.9

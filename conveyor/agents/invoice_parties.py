@@ -229,6 +229,7 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
     height = sheet.page_height(first_page)
     every = " ".join(fold(line.text) for line in sheet.lines)
     best: tuple[float, str] | None = None
+    address: str | None = None
     for i, line in enumerate(sheet.lines):
         if line.page != first_page:
             continue
@@ -269,10 +270,13 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
                 score -= 1.0
             if best is None or score > best[0]:
                 best = (score, name)
+                # A sender line's other parts are the seller's address.
+                rest = segments[1:] if len(segments) >= 2 else []
+                address = ", ".join(rest) if any(_POSTCODE.search(r) for r in rest) else None
     if best is None or best[0] < 1.5:
         return Party(best[1] if best else None, GUESS if best else 0.0)
     confidence = LIKELY if best[0] >= 4.5 else FAIR if best[0] >= 3.5 else WEAK
-    return Party(best[1], confidence)
+    return Party(best[1], confidence, address)
 
 
 def buyer_by_evidence(

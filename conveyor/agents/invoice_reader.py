@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from conveyor.agents import invoice_fields, invoice_parties, invoice_sums, invoice_table
+from conveyor.agents import (
+    invoice_fields,
+    invoice_labels,
+    invoice_parties,
+    invoice_sums,
+    invoice_table,
+)
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import NumberStyle
 from conveyor.documents.text import DocumentText
@@ -56,10 +62,10 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
         sheet, currency
     )
     vendor, customer = invoice_parties.parties(sheet)
-    fields["vendor.name"] = vendor.name_conf if vendor.name else 0.0
+    fields["vendor.name"] = _corroborated(sheet, vendor) if vendor.name else 0.0
     fields["vendor.address"] = invoice_fields.WEAK if vendor.address else 0.0
     fields["vendor.tax_id"] = invoice_fields.LIKELY if vendor.tax_id else invoice_fields.WEAK
-    fields["customer.name"] = customer.name_conf if customer.name else 0.0
+    fields["customer.name"] = _corroborated(sheet, customer) if customer.name else 0.0
     fields["customer.address"] = invoice_fields.WEAK if customer.address else 0.0
     items, fields["line_items"], _ = invoice_table.read_items(sheet)
     amounts = [item.amount for item in items]
@@ -77,6 +83,10 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
         and abs(lines_total - sums.net) > CENT
     ):
         fields["line_items"] = min(fields["line_items"], invoice_fields.WEAK)
+    elif items and not _add_up(lines_total, sums):
+        # Every row may read right and a row still be missing: only a printed sum that
+        # the items make tells they are all there.
+        fields["line_items"] = min(fields["line_items"], invoice_fields.FAIR)
     invoice = Invoice(
         number=str(number.value) if number else None,
         issue_date=issue,
@@ -90,3 +100,22 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
         total=sums.gross,
     )
     return invoice, fields
+
+
+def _corroborated(sheet: Sheet, party: invoice_parties.Party) -> float:
+    """A party's name is trusted (>= 0.9) only with more than where it stood behind it: an
+    address or a tax id read with it, or the same name printed again on the pages."""
+    if party.address or party.tax_id or party.name_conf < 0.9 or not party.name:
+        return party.name_conf
+    name = invoice_labels.fold(party.name)
+    if sum(invoice_labels.fold(line.text).count(name) for line in sheet.lines) >= 2:
+        return party.name_conf
+    return min(party.name_conf, invoice_fields.FAIR)
+
+
+def _add_up(lines_total: Decimal | None, sums: invoice_sums.Sums) -> bool:
+    """The items' amounts make the net, or the total of an invoice that shows no tax."""
+    if lines_total is None:
+        return False
+    printed = sums.net if sums.net is not None else sums.gross if sums.tax is None else None
+    return printed is not None and abs(lines_total - printed) <= CENT

@@ -111,6 +111,23 @@ def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
     pass and the layout reader missed a key field, or when both read the same number and
     total and parties and as many items (the line reader then also knows the addresses it
     was made for)."""
+    invoice, fields, keys = _choose_invoice(text)
+    return invoice, _doubted(invoice, fields), keys
+
+
+# A document whose fields do not hold together (its sums do not add up, a key field is
+# missing) was misread somewhere; where is not known, so no field of it is trusted.
+DOUBT = 0.85
+
+
+def _doubted(invoice: Invoice, fields: dict[str, float]) -> dict[str, float]:
+    failed = cross_checks("invoice", invoice)
+    if not any(check.startswith("no ") or "not the total" in check for check in failed):
+        return fields
+    return {name: min(conf, DOUBT) for name, conf in fields.items()}
+
+
+def _choose_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[str] | None]:
     layout, layout_fields = read_invoice_layout(text)
     head = "\n\n".join(page.text for page in text.pages[:MAX_PAGES])
     lines, line_fields = read_invoice(head)
