@@ -325,3 +325,66 @@ def test_empty_and_odd_text_reads_as_nothing() -> None:
         contract, fields = read(text)
         assert contract.parties == [] and contract.governing_law is None
         assert all(0 <= v <= 1 for v in fields.values())
+
+
+# --------------------------------------------------- what the first held-out round taught
+
+
+def test_a_term_after_a_successors_clause_and_an_abbreviation_that_is_no_role() -> None:
+    contract, _ = read(
+        "THIS AGENCY AGREEMENT, dated November 9, 2005 (\u201cAgreement\u201d), between "
+        "General Electric Capital Corporation, a Delaware corporation (together with its "
+        "successors and assigns, if any, \u201cLessor\u201d), and Duckwall-Alco Stores, Inc., "
+        "a registered Non-banking Financial Company (NBFC) in Kansas (the \u201cCompany\u201d). "
+        "RECITALS: WHEREAS, Lessor leases equipment."
+    )
+    assert names_and_roles(contract) == [
+        ("General Electric Capital Corporation", "Lessor"),
+        ("Duckwall-Alco Stores, Inc.", "Company"),
+    ]
+
+
+def test_party_blocks_joined_by_and_colon_and_a_greek_question_mark() -> None:
+    contract, _ = read(
+        "PHOTO RETOUCHING OUTSOURCING AGREEMENT Between: DGT Corp. Suite 207 - 1130 Austin "
+        "Avenue, Coquitlam (hereinafter referred to as \u201cDGT\u201d) And: Dolphin Industries "
+        "Limited Room 1302 Golden Gate Commercial Bldg (hereinafter referred to as "
+        "\u201cDolphin\u201d) WHEREAS: DGT is an internet provider."
+    )
+    assert names_and_roles(contract) == [
+        ("DGT Corp.", "DGT"),
+        ("Dolphin Industries Limited", "Dolphin"),
+    ]
+    # U+037E looks like a semicolon and is one after NFKC
+    contract, _ = read(
+        "This Service Agreement is entered into by and between: PC Financial Services "
+        "Private Limited, a India company (\u201cPC Financial\u201d)\u037e and Mobimagic Co., "
+        "Ltd., a company Incorporated in China (\u201cMobimagic\u201d). In consideration"
+    )
+    assert [name for name, _ in names_and_roles(contract)] == [
+        "PC Financial Services Private Limited",
+        "Mobimagic Co., Ltd.",
+    ]
+
+
+def test_what_follows_the_term_by_mutual_agreement_is_no_renewal() -> None:
+    contract, _ = read(
+        "3. Term. Subject to the provisions for termination hereinafter provided, the term "
+        "of this Agreement shall commence on the date hereof and shall continue for a "
+        "minimum period of 12 months (the \u201cMinimum Period\u201d) and thereafter upon the "
+        "mutual agreement of the Company and Maimon."
+    )
+    assert contract.term_months == 12 and contract.renewal.auto_renew is False
+
+
+def test_signed_in_a_clause_is_not_the_signature_block() -> None:
+    filler = "The Product shall be delivered with its certificate of analysis. " * 20
+    contract, _ = read(
+        "SUPPLY AGREEMENT between CREMER OLEO GmbH & Co KG (\u201cCremer\u201d) and Ultragenyx "
+        "Pharmaceutical Inc (\u201cUltragenyx\u201d). Preamble. " + filler + "This Agreement "
+        "shall become effective on the date of its execution. No modification is valid "
+        "unless signed by the Parties. This Agreement supersedes all prior agreements "
+        "except the Confidentiality Agreement between the parties dated September 26th, "
+        "2012. Hamburg, November 19th, 2012 /s/ Thomas Kassberg /s/ R. Stephan"
+    )
+    assert contract.effective_date == datetime.date(2012, 11, 19)

@@ -78,7 +78,9 @@ _ENTITY_NOUN = re.compile(
 # parenthesis or a dash, or after a description's last word ("a Delaware limited
 # liability company and Gridiron ..."); not inside one ("organized and existing",
 # "England and Wales").
-_AND = re.compile(r"(?P<before>[,;)\u2014\u2013-]?)\s*\b(?:and|und|et|y|e)\s+(?:\(\d\)\s*)?", re.I)
+_AND = re.compile(
+    r"(?P<before>[,;)\u2014\u2013-]?)\s*\b(?:and|und|et|y|e)\s*:?\s+(?:\(\d\)\s*)?", re.I
+)
 _NAME_CUT = re.compile(
     r"\s+(?:a|an|einer?|une?)\s+|\s+(?:with|having|located|whose|mit\s+Sitz)\b|\s*\(|\s+\u2014|"
     r"\s+(?=(?:Suite|Room|Unit|Floor|Building|P\.?\s?O\.?\s+Box)\b)|\s+(?=\d{1,5}(?:-\d+)?\s+[A-Z][a-z])"
@@ -103,6 +105,7 @@ _MAX_NAME_WORDS = 12
 class _Party:
     name: str | None
     terms: list[str] = field(default_factory=list)
+    quoted: bool = True  # its terms are quoted ones, not bare "(NBFC)" abbreviations
 
 
 def read_parties(text: ContractText) -> tuple[list[Party], float]:
@@ -131,30 +134,39 @@ def _from_preamble(text: ContractText) -> tuple[list[_Party], float]:
     return [], 0.0
 
 
-def _terms(segment: str) -> list[tuple[int, int, list[str]]]:
-    """Every defined term of `segment`: (start, end, terms) in order."""
-    found: list[tuple[int, int, list[str]]] = []
+def _terms(segment: str) -> list[tuple[int, int, list[str], bool]]:
+    """Every defined term of `segment`: (start, end, terms, whether quoted) in order. An
+    unquoted one, "(the SUPPLIER)", may also be an abbreviation: "a registered Non-banking
+    Financial Company (NBFC)"."""
+    found: list[tuple[int, int, list[str], bool]] = []
     for match in _TERM_IN_PARENS.finditer(segment):
         body = match.group("body")
         group = _GROUP.search(body)
         own = body[: group.start()] if group else body
         terms = [m.group("term").strip() for m in _QUOTED.finditer(own)]
+        quoted = bool(terms)
+        if not terms and group:
+            # "(together with its successors and assigns, "Lessor")": the term is after
+            # the group word, and is the party's own unless it names the group
+            terms = [m.group("term").strip() for m in _QUOTED.finditer(body[group.end() :])]
+            terms = terms[:1] if terms and not terms[0].lower().endswith("s") else []
+            quoted = bool(terms)
         if not terms:
             bare = _BARE_TERM.match(own.strip())
             if bare and not _LEGAL_FORM.match(bare.group("term")):
                 terms = [bare.group("term")]
         hereinafter = _HEREINAFTER.search(own)
-        if not terms and hereinafter:
-            terms = [hereinafter.group("quoted") or hereinafter.group("bare")]
+        if not quoted and hereinafter:
+            terms, quoted = [hereinafter.group("quoted") or hereinafter.group("bare")], True
         terms = [t for t in terms if t.lower() not in _GROUP_TERMS]
         if terms:
-            found.append((match.start(), match.end(), terms))
+            found.append((match.start(), match.end(), terms, quoted))
     for match in _HEREINAFTER.finditer(segment):
-        if any(s <= match.start() < e for s, e, _ in found):
+        if any(s <= match.start() < e for s, e, _, _ in found):
             continue
         term = match.group("quoted") or match.group("bare")
         if term.lower() not in _GROUP_TERMS:
-            found.append((match.start(), match.end(), [term]))
+            found.append((match.start(), match.end(), [term], True))
     return sorted(found)
 
 
@@ -165,13 +177,17 @@ def _split(segment: str) -> list[_Party]:
         return _split_plain(segment)
     parties: list[_Party] = []
     previous_end = 0
-    for start, end, names in terms:
+    for start, end, names, quoted in terms:
         region = segment[previous_end:start]
         name = _name_in(region, first=not parties)
         if name is None and parties and not _conjunctions(region):
-            parties[-1].terms += [n for n in names if n not in parties[-1].terms]
+            party = parties[-1]
+            if quoted and not party.quoted:  # a quoted term outranks an abbreviation
+                party.terms, party.quoted = list(names), True
+            elif quoted == party.quoted:
+                party.terms += [n for n in names if n not in party.terms]
         else:
-            parties.append(_Party(name, list(names)))
+            parties.append(_Party(name, list(names), quoted))
         previous_end = end
     return parties
 

@@ -66,7 +66,9 @@ _EFFECTIVE_AT_SIGNING = re.compile(
     r"\beffective\s+(?:up)?on\s+(?:the\s+)?(?:date\s+of\s+)?(?:its\s+)?(?:execution|signature|signing)",
     re.IGNORECASE,
 )
-_SIGNATURES = re.compile(r"IN\s+WITNESS\s+WHEREOF|/s/|\bBy:\s|\bSigned\b|\bUnterschrift", re.I)
+# Case matters: "signed by the Parties" in a clause is not a signature block.
+_SIGNATURES = re.compile(r"IN\s+WITNESS\s+WHEREOF|/s/|\bBy:\s|\bSIGNED\b|\bUnterschrift")
+_ANOTHER_DOCUMENTS_DATE = re.compile(r"\bdated\s+(?:as\s+of\s+)?$", re.IGNORECASE)
 _DATE_WINDOW = 45
 
 # "12 months", "twelve (12) months", "two years (2)", "1 Year", "zwölf Monate".
@@ -132,8 +134,10 @@ _TERM_ENDS = re.compile(
     re.IGNORECASE,
 )
 
+# "... a minimum period of 12 months and thereafter upon the mutual agreement": what
+# happens after the term is said without the word "renew".
 _RENEWAL_WORDS = re.compile(
-    r"renew|extend|extension|reconduction|verl\u00e4nger|prolong", re.IGNORECASE
+    r"renew|extend|extension|reconduction|verl\u00e4nger|prolong|\bthereafter\b", re.IGNORECASE
 )
 _NO_RENEWAL = re.compile(
     r"\b(?:shall|will|does|do)\s+not\s+(?:be\s+)?(?:automatically\s+)?(?:renew|extend)|"
@@ -214,8 +218,14 @@ def _signature_date(text: ContractText, order: str) -> datetime.date | None:
     marks = [m.start() for m in _SIGNATURES.finditer(text.flat, half)]
     if not marks:
         return None
-    window = text.flat[max(half, marks[0] - 300) : marks[0] + 600]
-    found = [d for d in (resolve(t, order) for t in dates_in(window)) if d]
+    start = max(half, marks[0] - 300)
+    window = text.flat[start : marks[0] + 600]
+    found = []
+    for token in dates_in(window):
+        at = window.find(token.text)
+        date = resolve(token, order)
+        if date and not _ANOTHER_DOCUMENTS_DATE.search(window[max(0, at - 20) : at]):
+            found.append(date)
     return max(found) if found else None
 
 

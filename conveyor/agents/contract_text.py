@@ -11,6 +11,7 @@ are taken out first. The lines are kept too: party blocks ("Party A (Shipper): .
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -108,7 +109,9 @@ class ContractText:
 
 
 def prepare(text: str) -> ContractText:
-    lines = [" ".join(line.split()) for line in text.translate(QUOTES).splitlines()]
+    # NFKC first: PDFs print a Greek question mark for a semicolon, ligatures for "fi".
+    normal = unicodedata.normalize("NFKC", text).translate(QUOTES)
+    lines = [" ".join(line.split()) for line in normal.splitlines()]
     counts = Counter(line for line in lines if len(line) >= _REPEATED_MIN_CHARS)
     kept = [
         line
