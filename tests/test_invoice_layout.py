@@ -614,3 +614,66 @@ def test_a_name_alone_under_its_heading_is_not_trusted_without_an_address() -> N
     sheet = Sheet.of(extract_text(pdf([(40, 40, "Seller"), (40, 52, "Kiosk Blau")])))
     assert _corroborated(sheet, Party("Kiosk Blau", 0.97)) < 0.9
     assert _corroborated(sheet, Party("Kiosk Blau", 0.97, address="Hafen 1, 20457 Hamburg")) > 0.9
+
+
+def test_shipping_and_a_discount_between_the_net_and_the_total() -> None:
+    data = read(
+        [
+            (40, 40, "Blue Ridge Outfitters LLC", 14),
+            (40, 56, "77 Summit Ave, Asheville, NC 28801"),
+            (380, 40, "INVOICE", 16),
+            (380, 70, "Invoice #"),
+            (470, 70, "BR-5512"),
+            (380, 84, "Invoice Date"),
+            (470, 84, "03/14/2024"),
+            (40, 120, "Bill To"),
+            (40, 132, "Trailhead Camp Inc."),
+            (40, 144, "1 Lake Rd, Boone, NC 28607"),
+            (40, 180, "Description"),
+            (300, 180, "Qty"),
+            (380, 180, "Unit Price"),
+            (480, 180, "Amount"),
+            (40, 196, "Tent, 4 person"),
+            (300, 196, "2"),
+            (380, 196, "150.00"),
+            (480, 196, "300.00"),
+            (380, 230, "Subtotal"),
+            (480, 230, "300.00"),
+            (380, 244, "Discount"),
+            (480, 244, "-30.00"),
+            (380, 258, "Shipping & Handling"),
+            (480, 258, "25.00"),
+            (380, 272, "Sales Tax"),
+            (480, 272, "19.60"),
+            (380, 286, "Total"),
+            (480, 286, "314.60"),
+            (380, 300, "Cash"),
+            (480, 300, "320.00"),
+            (380, 314, "Change"),
+            (480, 314, "5.40"),
+        ]
+    )["data"]
+    assert isinstance(data, dict)
+    assert (data["subtotal"], data["tax"], data["total"]) == ("300.00", "19.60", "314.60")
+
+
+def test_more_sum_labels() -> None:
+    kinds = {
+        "CGST 9%": "tax",
+        "IGST @18%": "tax",
+        "Taxable Value": "net",
+        "Amount before tax": "net",
+        "Total Amount Due": "due",
+        "Invoice Amount": "gross",
+        "Shipping & Handling": "charge",
+        "Versandkosten": "charge",
+        "Frais de port": "charge",
+        "Rabatt": "discount",
+        "Change": "-sum",
+        "Cash tendered": "-sum",
+        "Tip": "-sum",
+    }
+    for text, kind in kinds.items():
+        found = sum_label(text)
+        assert found is not None and found[0] == kind, text
+    assert sum_label("Cardboard box") is None

@@ -53,6 +53,7 @@ FIELD_LABELS: dict[str, list[str]] = {
     "issue": [
         r"invoice\s*date",
         r"date\s*of\s*(?:issue|invoice)",
+        r"invoice\s*dt\.?",
         r"issue\s*date",
         r"date\s*issued",
         r"issued(?:\s*on)?",
@@ -138,6 +139,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"totaal\s*(?:bedrag\s*)?excl\.?\s*(?:btw)?",
         r"base\s*imponible",
         r"(?:totale\s*)?imponibile",
+        r"taxable\s*(?:amount|value|total)",
+        r"(?:amount|total)\s*before\s*tax(?:es)?",
         r"cena\s*bez\s*dane",
         r"zaklad\s*dane",
     ],
@@ -151,7 +154,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:total\s*)?(?:sales\s*)?tax(?:es)?(?:\s*(?:total|amount))?",
         r"vat(?:\s*(?:total|amount))?",
         r"total\s*(?:vat|tax|taxes|tva|iva|gst)",
-        r"gst|hst|pst",
+        r"gst|hst|pst|qst",
+        r"[csiu]t?gst",
         r"mwst\.?",
         r"ust\.?",
         r"umsatzsteuer(?:betrag)?",
@@ -188,12 +192,14 @@ SUM_LABELS: dict[str, list[str]] = {
         r"summe",
         r"totaal(?:\s*bedrag)?(?:\s*incl\.?\s*(?:btw)?)?",
         r"importe\s*total",
+        r"invoice\s*amount",
         r"total\s*(?:de\s*(?:la\s*)?)?factura",
         r"totale(?:\s*(?:fattura|documento|complessivo))?",
         r"celkem(?:\s*k\s*uhrade)?",
     ],
     "due": [
         r"amount\s*due",
+        r"total\s*amount\s*due",
         r"balance\s*due",
         r"total\s*due",
         r"amount\s*payable",
@@ -209,6 +215,33 @@ SUM_LABELS: dict[str, list[str]] = {
         r"te\s*betalen(?:\s*bedrag)?",
         r"importe\s*a\s*pagar",
         r"(?:totale\s*)?da\s*pagare",
+    ],
+    # Charges and discounts between the net and the total: net + tax + charges -
+    # discounts = gross.
+    "charge": [
+        r"shipping(?:\s*(?:&|and)\s*handling)?(?:\s*(?:charges?|costs?|fees?))?",
+        r"handling(?:\s*(?:charges?|fees?))?",
+        r"freight",
+        r"delivery\s*(?:charges?|costs?|fees?)",
+        r"s\s*&\s*h",
+        r"postage",
+        r"versand\w*",
+        r"porto\w*",
+        r"verpackung\w*",
+        r"fracht\w*",
+        r"frais\s*de\s*(?:port|livraison|transport|envoi)",
+        r"verzend\w*",
+        r"gastos\s*de\s*(?:envio|transporte)",
+        r"spese\s*di\s*(?:spedizione|trasporto)",
+    ],
+    "discount": [
+        r"(?:less\s*)?discount",
+        r"rabatt",
+        r"nachlass",
+        r"remise",
+        r"korting",
+        r"descuento",
+        r"sconto",
     ],
     "-sum": [
         r"balance",
@@ -229,6 +262,14 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:previous|prior)\s*balance",
         r"skonto",
         r"total\s*hours",
+        # What a till receipt prints after its total: how it was paid, and the change.
+        r"change(?:\s*due)?",
+        r"cash(?:\s*tendered)?",
+        r"tendered",
+        r"(?:credit\s*|debit\s*)?card",
+        r"visa|mastercard|amex|maestro",
+        r"tip|gratuity|trinkgeld|pourboire|propina|mancia|fooi",
+        r"rueckgeld|ruckgeld|wechselgeld|rendu|monnaie\s*rendue|cambio|resto|wisselgeld",
     ],
 }
 
@@ -440,7 +481,7 @@ TITLE = re.compile(
 # Legal forms of companies: evidence that a line names a business.
 LEGAL_FORM = re.compile(
     r"(?<![\w.])(?:gmbh(?:\s*&\s*co\.?(?:\s*kg)?)?|mbh|ag|kg|ohg|e\.\s?k\.|e\.v\.|ug|"
-    r"a\.g\.|se|ltd\.?|limited|llc|llp|inc\.?|corp\.?|corporation|plc|co\.|company|"
+    r"a\.g\.|se|ltd\.?|limited|llc|llp|pllc|inc\.?|corp\.?|corporation|plc|co\.|company|"
     r"sarl|s\.a\.r\.l\.|sas|s\.a\.s\.|sa|s\.a\.|eurl|sasu|sci|"
     r"b\.?v\.?|bvba|n\.?v\.?|v\.o\.f\.|cv|"
     r"s\.?l\.?|s\.?l\.?u\.?|s\.?p\.?a\.?|s\.?r\.?l\.?|s\.?n\.?c\.?|"
@@ -448,7 +489,7 @@ LEGAL_FORM = re.compile(
     re.IGNORECASE,
 )
 TAX_ID = re.compile(
-    r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|tin|ein|abn)\b|"
+    r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|gstin|pan|tin|ein|abn)\b|"
     r"steuer-?nr|steuernummer|ust-?id|handelsregister|hrb|iban|bic\b|"
     r"geschaftsfuhr|registergericht|amtsgericht|kvk|rpr|rcs|p\.iva|partita)",
 )

@@ -26,7 +26,15 @@ WEAK = 0.75
 GUESS = 0.6
 
 # How much each kind of label says for the field it names, by where the value stood.
-PRIOR = {"net": 1.0, "lines": 0.6, "tax": 1.0, "gross": 1.0, "due": 0.5}
+PRIOR = {
+    "net": 1.0,
+    "lines": 0.6,
+    "tax": 1.0,
+    "gross": 1.0,
+    "due": 0.5,
+    "charge": 1.0,
+    "discount": 1.0,
+}
 
 
 @dataclass(frozen=True)
@@ -103,9 +111,12 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         Amount("gross", a.value, a.weight * 0.8, a.line) for a in _best(amounts, "due")
     ]
     none = Amount("none", Decimal(0), 0.0, -1)
+    # Shipping and the like add to the net, a discount takes from it, before the total.
+    between = {_one_per_line(amounts, "charge") - _one_per_line(amounts, "discount")}
+    between |= {Decimal(0)}
     best: tuple[float, Amount, Amount, Amount, bool] | None = None
-    for net, tax, gross in product(
-        [*_unique(nets), none], [*_unique(taxes), none], [*_unique(grosses), none]
+    for net, tax, gross, extra in product(
+        [*_unique(nets), none], [*_unique(taxes), none], [*_unique(grosses), none], between
     ):
         present = [a for a in (net, tax, gross) if a is not none]
         if not present:
@@ -113,9 +124,10 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         score = sum(a.weight for a in present)
         agree = False
         if net is not none and gross is not none:
-            total = net.value + (tax.value if tax is not none else Decimal(0))
+            total = net.value + (tax.value if tax is not none else Decimal(0)) + extra
             agree = abs(total - gross.value) <= CENT
             score += 2.0 if agree else -1.0
+            score -= 0.1 if extra else 0.0  # the plainer reading first
         if lines_total is not None and net is not none and abs(lines_total - net.value) <= CENT:
             score += 0.5
         if gross is not none and tax is not none and tax.value > gross.value:
@@ -159,6 +171,18 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         result.net = result.gross
         conf["subtotal"] = FAIR
     return result
+
+
+def _one_per_line(amounts: list[Amount], kind: str) -> Decimal:
+    """The sum of the amounts of one kind, one per line (a discount counts as taken off,
+    whether it is printed with a minus or not)."""
+    per_line: dict[int, Amount] = {}
+    for amount in amounts:
+        if amount.kind == kind and (
+            amount.line not in per_line or amount.weight > per_line[amount.line].weight
+        ):
+            per_line[amount.line] = amount
+    return sum((abs(a.value) for a in per_line.values()), Decimal(0))
 
 
 MAX_CANDIDATES = 12  # per kind: the combinations tried grow as the cube of it
