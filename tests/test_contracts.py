@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime
 
 from conveyor.agents.contract_rules import read_contract
+from conveyor.agents.offline import classify
+from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import Contract
 
 
@@ -388,3 +390,15 @@ def test_signed_in_a_clause_is_not_the_signature_block() -> None:
         "2012. Hamburg, November 19th, 2012 /s/ Thomas Kassberg /s/ R. Stephan"
     )
     assert contract.effective_date == datetime.date(2012, 11, 19)
+
+
+def test_a_german_contract_is_classified_as_one() -> None:
+    text = (
+        "DIENSTLEISTUNGSVERTRAG Dieser Dienstleistungsvertrag wird geschlossen zwischen "
+        "Acme GmbH (Auftragnehmer) und Beta Corp. (Auftraggeber). Der Auftraggeber zahlt "
+        "10 000 USD pro Kalendermonat. Laufzeit und K\u00fcndigung: Jede Partei kann diesen "
+        "Vertrag mit 30 Tagen schriftlicher K\u00fcndigungsfrist beenden. Anwendbares Recht: "
+        "Dieser Vertrag unterliegt dem Recht des Bundesstaates Delaware. Gesamtvereinbarung: "
+        "Dieser Vertrag ersetzt alle fr\u00fcheren Abreden der Parteien."
+    )
+    assert classify(DocumentText(pages=[PageText(1, text, True, len(text))])) == "contract"

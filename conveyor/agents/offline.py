@@ -56,7 +56,8 @@ _INVOICE_WORDS = re.compile(
 )
 _CONTRACT_WORDS = re.compile(
     r"\b(agreement|parties|party|hereby|governing law|effective date|term|termination|"
-    r"confidential\w*|shall|witness whereof)\b",
+    r"confidential\w*|shall|witness whereof|"
+    r"\w*vertrag\w*|parteien|laufzeit|k\u00fcndigung\w*|unterliegt|contrat|r\u00e9siliation)\b",
     re.IGNORECASE,
 )
 
