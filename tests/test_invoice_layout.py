@@ -677,3 +677,19 @@ def test_more_sum_labels() -> None:
         found = sum_label(text)
         assert found is not None and found[0] == kind, text
     assert sum_label("Cardboard box") is None
+
+
+def test_a_hashed_number_behind_an_unknown_label_is_a_guess() -> None:
+    result = read(
+        [
+            (40, 40, "Festival Tech Ltd.", 14),
+            (380, 40, "F A C T U R A", 16),
+            (380, 70, "Referencia: #1721"),
+            (380, 84, "Pedido #55"),
+            (380, 200, "Total"),
+            (480, 200, "£774.70"),
+        ]
+    )
+    data, fields = result["data"], result["fields"]
+    assert isinstance(data, dict) and isinstance(fields, dict)
+    assert data["number"] == "1721" and fields["number"] < 0.8

@@ -91,7 +91,30 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                 number, _ = title_number(line.text)
                 if number:
                     found.append(Candidate(number, LIKELY, i))
+    if not found:
+        found += _hashed_numbers(sheet)
     return sorted(found, key=lambda cand: (-cand.confidence, cand.line))
+
+
+_HASHED = re.compile(r"(?:^|[\s:])#\s?(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d+)$", re.IGNORECASE)
+
+
+def _hashed_numbers(sheet: Sheet) -> list[Candidate]:
+    """With no labelled number: a '#' number on the first page's upper part, behind a
+    label that is not another number's ("Referencia: #1721", not "Order #55"), a guess."""
+    if not sheet.lines:
+        return []
+    first = sheet.lines[0].page
+    height = sheet.page_height(first)
+    for i, line in enumerate(sheet.lines):
+        if line.page != first or line.y0 > height * 0.4:
+            break
+        for cell in line.cells:
+            match = _HASHED.search(cell.text.strip())
+            label = field_label(cell.text)
+            if match and not (label and label[0].startswith("-")):
+                return [Candidate(match.group("n"), WEAK, i)]
+    return []
 
 
 def _near_title(sheet: Sheet, index: int) -> bool:
