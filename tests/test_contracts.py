@@ -402,3 +402,44 @@ def test_a_german_contract_is_classified_as_one() -> None:
         "Dieser Vertrag ersetzt alle fr\u00fcheren Abreden der Parteien."
     )
     assert classify(DocumentText(pages=[PageText(1, text, True, len(text))])) == "contract"
+
+
+def test_a_french_contract() -> None:
+    # written here in the style of a French services contract (no real one is public
+    # under a licence we could find), to keep the French vocabulary honest
+    contract, _ = read(
+        "CONTRAT DE PRESTATION DE SERVICES ENTRE LES SOUSSIGNÉS : Atelier Durand SARL, "
+        "société à responsabilité limitée, dont le siège social est situé 4 rue des "
+        "Lilas, 69003 Lyon, ci-après dénommée \u00ab le Prestataire \u00bb, D'UNE PART, ET "
+        "Boulangerie Martin SAS, société par actions simplifiée, ci-après dénommée "
+        "\u00ab le Client \u00bb, D'AUTRE PART. Article 1 - Durée. Le présent contrat prend "
+        "effet le 1er janvier 2025 pour une durée de 12 mois. Il est renouvelé par tacite "
+        "reconduction, sauf dénonciation au moins 60 jours avant son terme. Article 2 - "
+        "Paiement. Les factures sont payables dans un délai de 30 jours à compter de leur "
+        "réception. Article 3. Le présent contrat est régi par le droit français."
+    )
+    assert names_and_roles(contract) == [
+        ("Atelier Durand SARL", "Prestataire"),
+        ("Boulangerie Martin SAS", "Client"),
+    ]
+    assert contract.effective_date == datetime.date(2025, 1, 1)
+    assert contract.term_months == 12
+    assert contract.renewal.auto_renew is True and contract.renewal.notice_days == 60
+    assert contract.payment_terms == "Net 30" and contract.governing_law == "France"
+
+
+def test_the_term_clause_may_say_when_the_agreement_takes_effect() -> None:
+    preamble = (
+        "This Agreement is made between Acme Ltd (\u201cSeller\u201d) and Globex Inc. "
+        "(\u201cBuyer\u201d). "
+    )
+    contract, fields = read(
+        preamble
+        + "WHEREAS, the Seller makes widgets. " * 60
+        + "2. Term. This Agreement shall become effective on January 1, 2021 and continue "
+        "for three (3) years. The price list dated March 3, 2020 is effective on April 1, "
+        "2020."
+    )
+    assert contract.effective_date == datetime.date(2021, 1, 1)
+    assert fields["effective_date"] < 0.95  # past the preamble: likely, not sure
+    assert contract.term_months == 36

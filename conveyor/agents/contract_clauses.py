@@ -57,7 +57,8 @@ _LAW_END = re.compile(
     r"unter\s+Ausschluss|\u00e0\s+l'exclusion|shall|will|\()",
     re.IGNORECASE,
 )
-_GERMAN_ADJECTIVE = {"deutschen": "Germany", "deutsches": "Germany", "fran\u00e7ais": "France",
+# "deutschen Recht", "droit français": the law of a country named by its adjective.
+_NATIONAL_LAW = {"deutschen": "Germany", "deutsches": "Germany", "fran\u00e7ais": "France",
                      "österreichischen": "Austria", "schweizerischen": "Switzerland"}  # fmt: skip
 _HEADING = re.compile(
     r"(?:Governing\s+Law|Choice\s+of\s+Law|Applicable\s+Law|Law\s+and\s+Jurisdiction|"
@@ -131,8 +132,8 @@ def governing_law(text: ContractText) -> tuple[str | None, float]:
 
 def _jurisdiction(text: str) -> str | None:
     first = text.split()[0] if text.split() else ""
-    if first.casefold() in _GERMAN_ADJECTIVE:
-        return _GERMAN_ADJECTIVE[first.casefold()]
+    if first.casefold() in _NATIONAL_LAW:
+        return _NATIONAL_LAW[first.casefold()]
     law = _LAW_END.split(text, maxsplit=1)[0].strip()
     law = re.sub(r"^(?:the|der|des|la|le|l')\s+", "", law, flags=re.IGNORECASE).strip()
     # A proper name: "the State of New York", "India"; not "any jurisdiction", "its state".

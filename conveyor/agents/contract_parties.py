@@ -46,6 +46,7 @@ _HEREINAFTER = re.compile(
     r"(?:the\s+|le\s+|la\s+)?(?:\"(?P<quoted>[^\"]{1,40})\"|(?P<bare>[A-Z][\w-]+))",
     re.IGNORECASE,
 )
+_ARTICLE = re.compile(r"^(?:the|le|la|les|l'|der|die|das)\s*(?<=\s|')", re.IGNORECASE)
 # A parenthesis naming the parties together, not one of them.
 _GROUP = re.compile(
     r"\b(?:together|collectively|each|individually|jointly|gemeinsam|ensemble)\b", re.I
@@ -158,14 +159,15 @@ def _terms(segment: str) -> list[tuple[int, int, list[str], bool]]:
         hereinafter = _HEREINAFTER.search(own)
         if not quoted and hereinafter:
             terms, quoted = [hereinafter.group("quoted") or hereinafter.group("bare")], True
-        terms = [t for t in terms if t.lower() not in _GROUP_TERMS]
+        terms = [_ARTICLE.sub("", t.strip()) for t in terms]
+        terms = [t for t in terms if t and t.lower() not in _GROUP_TERMS]
         if terms:
             found.append((match.start(), match.end(), terms, quoted))
     for match in _HEREINAFTER.finditer(segment):
         if any(s <= match.start() < e for s, e, _, _ in found):
             continue
-        term = match.group("quoted") or match.group("bare")
-        if term.lower() not in _GROUP_TERMS:
+        term = _ARTICLE.sub("", (match.group("quoted") or match.group("bare")).strip())
+        if term and term.lower() not in _GROUP_TERMS:
             found.append((match.start(), match.end(), [term], True))
     return sorted(found)
 

@@ -43,8 +43,8 @@ _DEFINED_EFFECTIVE = re.compile(
 _EFFECTIVE_CUES = (
     (
         re.compile(
-            r"\b(?:effective|takes\s+effect|in\s+Kraft|en\s+vigueur)\s+"
-            r"(?:as\s+(?:of|from)|on|from|am|le|du)\b",
+            r"\b(?:effective|takes\s+effect|in\s+Kraft|en\s+vigueur|prend\s+effet|"
+            r"entre\s+en\s+vigueur)\s+(?:as\s+(?:of|from)|on|from|am|le|du|\u00e0\s+compter\s+du)\b",
             re.IGNORECASE,
         ),
         SURE,
@@ -61,6 +61,12 @@ _EFFECTIVE_CUES = (
 )
 # Between a cue and its date, another agreement: "entered into a license agreement dated".
 _OTHER_AGREEMENT = re.compile(r"\b(?:dated|agreement)\b", re.IGNORECASE)
+_THE_AGREEMENT = re.compile(
+    r"\b(?:this|the)\s+Agreement\b|\b(?:le\s+pr\u00e9sent|ce)\s+contrat\b|"
+    r"\b(?:dieser|der)\s+Vertrag\b",
+    re.IGNORECASE,
+)
+_CLAUSES_READ = 15000  # how far past the preamble the term clause is looked for
 _EFFECTIVE_AT_SIGNING = re.compile(
     r"\bas\s+of\s+the\s+(?:date|day)\s+(?:noted|set\s+forth|written|indicated|shown)\s+below|"
     r"\beffective\s+(?:up)?on\s+(?:the\s+)?(?:date\s+of\s+)?(?:its\s+)?(?:execution|signature|signing)",
@@ -197,6 +203,14 @@ def effective_date(text: ContractText) -> tuple[datetime.date | None, float]:
                 r"\b(?:dated|agreement)\b", after[: after.find(str(found.year))]
             ):
                 return found, confidence
+    # Past the preamble, only "this Agreement ... takes effect on DATE" (the term clause).
+    cue = _EFFECTIVE_CUES[0][0]
+    for match in cue.finditer(text.flat, len(text.preamble), _CLAUSES_READ):
+        if _THE_AGREEMENT.search(text.flat[max(0, match.start() - 80) : match.start()]):
+            after = text.flat[match.end() : match.end() + _DATE_WINDOW]
+            found = _date(dates_in(after)[:1], order)
+            if found:
+                return found, LIKELY
     if _EFFECTIVE_AT_SIGNING.search(text.flat):
         signed = _signature_date(text, order)
         if signed:
