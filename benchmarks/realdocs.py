@@ -384,6 +384,16 @@ def _short(value: Any) -> str:
     return text if len(text) < 300 else text[:300] + "..."
 
 
+def combined(paths: list[Path]) -> list[Doc]:
+    """The documents of several --json outputs (one per corpus and path), for one
+    reliability table across them."""
+    docs = []
+    for path in paths:
+        for row in json.loads(path.read_text()):
+            docs.append(Doc(**{**row, "fields": row["fields"]}))
+    return docs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -396,7 +406,17 @@ def main() -> int:
         action="store_true",
         help="the corpus is an evaluation set (benchmarks/corpus): every source held out",
     )
+    parser.add_argument(
+        "--combine",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="print the reliability table of several --json outputs together, no reading",
+    )
     args = parser.parse_args()
+    if args.combine:
+        print("\n".join(reliability(combined(args.combine))))
+        return 0
     docs = run(args.corpus, args.path, ("*",) if args.evaluation else None)
     lines = report(docs, args.path)
     if args.failures or args.held_out_failures:

@@ -693,3 +693,33 @@ def test_a_hashed_number_behind_an_unknown_label_is_a_guess() -> None:
     data, fields = result["data"], result["fields"]
     assert isinstance(data, dict) and isinstance(fields, dict)
     assert data["number"] == "1721" and fields["number"] < 0.8
+
+
+def test_a_row_that_does_not_multiply_out_keeps_its_quantity_and_price_columns() -> None:
+    from conveyor.agents.invoice_sheet import Sheet
+    from conveyor.agents.invoice_table import find_header, read_row
+
+    sheet = Sheet.of(
+        extract_text(
+            pdf(
+                [
+                    (40, 100, "Item"),
+                    (250, 100, "Quantity"),
+                    (330, 100, "Price per item"),
+                    (430, 100, "10% VAT"),
+                    (520, 100, "Amount"),
+                    (40, 120, "Support"),
+                    (250, 120, "20"),
+                    (330, 120, "$ 15"),
+                    (430, 120, "$ 30"),
+                    (520, 120, "$ 330"),
+                ]
+            )
+        )
+    )
+    header = find_header(sheet.lines[0])
+    assert header is not None and "price" in [c.kind for c in header.columns]
+    row = read_row(sheet.lines[1], header, sheet)
+    assert row is not None
+    assert (row.item.quantity, row.item.unit_price, row.item.amount) == (20, 15, 330)
+    assert row.confidence < 0.9  # as printed, not multiplied out

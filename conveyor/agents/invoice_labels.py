@@ -413,7 +413,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
     ],
     "price": [
         r"unit\s*price",
-        r"prices?(?:\s*in\s*[a-z]{3})?",
+        r"prices?(?:\s*(?:in\s*[a-z]{3}|per\s*(?:item|unit|piece|hour)))?",
         r"rate",
         r"einzelpreis\w*",
         r"einzel\w*",

@@ -231,8 +231,18 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
     if numbers and description:
         last = numbers[-1]
         if amount_x is not None and last[1].x1 >= amount_x - 10:
+            # No reading multiplies out: the numbers under the quantity and price headers.
             count = next((n[0] for n in numbers[:-1] if n[2]), None)
-            each = next((n[0] for n in reversed(numbers[:-1]) if not n[2]), None)
+            if count is None:
+                count = next(
+                    (n[0] for n in numbers[:-1] if header.column_of(n[1]) == "quantity"), None
+                )
+            each = next(
+                (n[0] for n in numbers[:-1] if header.column_of(n[1]) == "price" and not n[2]),
+                None,
+            )
+            if each is None:
+                each = next((n[0] for n in reversed(numbers[:-1]) if not n[2]), None)
             if each is not None and count is None and each == last[0]:
                 count = Decimal(1)  # "Pauschal": a lump sum is one of itself
             return Row(
