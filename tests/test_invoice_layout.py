@@ -721,5 +721,9 @@ def test_a_row_that_does_not_multiply_out_keeps_its_quantity_and_price_columns()
     assert header is not None and "price" in [c.kind for c in header.columns]
     row = read_row(sheet.lines[1], header, sheet)
     assert row is not None
-    assert (row.item.quantity, row.item.unit_price, row.item.amount) == (20, 15, 330)
+    assert (row.item.quantity, row.item.unit_price, row.item.amount) == (
+        Decimal(20),
+        Decimal(15),
+        Decimal(330),
+    )
     assert row.confidence < 0.9  # as printed, not multiplied out
