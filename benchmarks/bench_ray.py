@@ -1,0 +1,211 @@
+"""Ray attempts: the time a Ray task adds to an attempt, and exactly-once across workers.
+
+    python benchmarks/bench_ray.py [--server URL] [--tasks 1000] [--concurrency 16]
+
+In a fresh database created and dropped here, on a local Ray cluster this process starts
+(`ray.init(num_cpus=2)`, no dashboard, usage stats off):
+
+1. Overhead: one worker in this process, `--concurrency` slots, runs `--tasks` no-op
+   attempts in the worker's loop, then as many no-op Ray tasks (each asks for 2/concurrency
+   CPUs, so that all the slots run at once on the 2 CPUs), after a warm-up of 8 x
+   concurrency Ray tasks that starts Ray's worker processes. An attempt's time is
+   `finished_at - started_at` of its task_attempts row (the real moments it began and
+   ended); what Ray adds is the difference of the means, and of the throughputs.
+2. Exactly-once: `--tasks` no-op Ray attempts through 2 `conveyor worker` processes that
+   join the cluster through CONVEYOR_RAY_ADDRESS: attempts, distinct tasks, lost and
+   repeated attempts are counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from conveyor import App, Task
+from conveyor.executors.ray import RayTask
+from conveyor.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+CONCURRENCY = int(os.environ.get("BENCH_RAY_CONCURRENCY", "16"))
+
+
+def noop(task: Task) -> None:
+    return None
+
+
+async def inproc(task: Task) -> None:
+    return None
+
+
+app = App()
+app.agent("inproc")(inproc)
+app.external("ray_noop", RayTask(noop, num_cpus=2 / CONCURRENCY))
+
+
+async def _durations(conn: Any, agent: str, since: int) -> tuple[list[float], float]:
+    cur = await conn.execute(
+        "SELECT extract(epoch FROM a.finished_at - a.started_at)::float8 AS d,"
+        " extract(epoch FROM a.started_at)::float8 AS s,"
+        " extract(epoch FROM a.finished_at)::float8 AS f"
+        " FROM task_attempts a WHERE a.agent = %s AND a.task_id > %s",
+        (agent, since),
+    )
+    rows = await cur.fetchall()
+    span = max(r["f"] for r in rows) - min(r["s"] for r in rows)
+    return [r["d"] for r in rows], span
+
+
+async def _drain(bench: App, agent: str, count: int) -> int:
+    """Enqueue `count` tasks of `agent` and wait until all are completed; the last id
+    before them."""
+    from conveyor.worker import Worker
+
+    async with bench.connection() as conn:
+        cur = await conn.execute("SELECT coalesce(max(id), 0) AS m FROM tasks")
+        before = int((await cur.fetchone())["m"])  # type: ignore[index]
+    await bench.enqueue_many_async([{"agent": agent, "payload": {}} for _ in range(count)])
+    worker = Worker(bench, concurrency=CONCURRENCY)
+    running = asyncio.create_task(worker.run())
+    async with bench.connection() as conn:
+        while True:
+            cur = await conn.execute(
+                "SELECT count(*) AS n FROM tasks WHERE status = 'completed' AND id > %s",
+                (before,),
+            )
+            if (await cur.fetchone())["n"] == count:  # type: ignore[index]
+                break
+            await asyncio.sleep(0.05)
+    worker.stop()
+    await running
+    return before
+
+
+def _stats(label: str, durations: list[float], span: float) -> dict[str, float]:
+    ms = sorted(d * 1000 for d in durations)
+    out = {
+        "mean_ms": statistics.fmean(ms),
+        "p50_ms": ms[len(ms) // 2],
+        "p95_ms": ms[int(len(ms) * 0.95)],
+        "per_s": len(ms) / span,
+    }
+    print(
+        f"{label:>12}: {len(ms)} attempts, mean {out['mean_ms']:.2f} ms, "
+        f"p50 {out['p50_ms']:.2f}, p95 {out['p95_ms']:.2f}, {out['per_s']:.0f} attempts/s"
+    )
+    return out
+
+
+async def overhead(url: str, tasks: int) -> None:
+    bench = App(
+        settings=Settings(database_url=url, home=Path(tempfile.mkdtemp()), poll_interval=0.2)
+    )
+    bench.agents.update(app.agents)
+    async with bench:
+        async with bench.connection() as conn:
+            since = await _drain(bench, "inproc", tasks)
+            local = _stats("in-process", *await _durations(conn, "inproc", since))
+            await _drain(bench, "ray_noop", 8 * CONCURRENCY)  # Ray's worker processes
+            since = await _drain(bench, "ray_noop", tasks)
+            remote = _stats("Ray task", *await _durations(conn, "ray_noop", since))
+    print(
+        f"Ray adds {remote['mean_ms'] - local['mean_ms']:.2f} ms per attempt (mean) at "
+        f"concurrency {CONCURRENCY}; throughput {local['per_s']:.0f} -> "
+        f"{remote['per_s']:.0f} attempts/s"
+    )
+
+
+async def exactly_once(url: str, tasks: int, address: str) -> None:
+    bench = App(settings=Settings(database_url=url, home=Path(tempfile.mkdtemp())))
+    bench.agents.update(app.agents)
+    env = {
+        **os.environ,
+        "CONVEYOR_DATABASE_URL": url,
+        "CONVEYOR_RAY_ADDRESS": address,
+        "CONVEYOR_POLL_INTERVAL": "0.2",
+        "CONVEYOR_SWEEP_INTERVAL": "0.5",
+    }
+    async with bench:
+        async with bench.connection() as conn:
+            await conn.execute("TRUNCATE tasks, task_attempts")
+        ids = await bench.enqueue_many_async(
+            [{"agent": "ray_noop", "payload": {}} for _ in range(tasks)]
+        )
+        command = [sys.executable, "-m", "conveyor.cli", "worker", "--app"]
+        command += ["benchmarks.bench_ray:app", "--concurrency", str(CONCURRENCY)]
+        began = time.monotonic()
+        workers = [
+            subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+            for _ in range(2)
+        ]
+        try:
+            async with bench.connection() as conn:
+                while True:
+                    cur = await conn.execute(
+                        "SELECT count(*) AS n FROM tasks WHERE status = 'completed'"
+                    )
+                    if (await cur.fetchone())["n"] == len(ids):  # type: ignore[index]
+                        break
+                    await asyncio.sleep(0.1)
+                seconds = time.monotonic() - began
+                cur = await conn.execute(
+                    "SELECT count(*) AS attempts, count(DISTINCT task_id) AS tasks,"
+                    " count(*) FILTER (WHERE status = 'lost') AS lost,"
+                    " count(*) - count(DISTINCT task_id) AS repeated,"
+                    " count(DISTINCT worker_id) AS workers FROM task_attempts"
+                )
+                row = await cur.fetchone()
+        finally:
+            for worker in workers:
+                worker.terminate()
+                worker.wait(30)
+    print(
+        f"2 worker processes: {len(ids)} Ray attempts in {seconds:.1f} s (with the workers' "
+        f"start): {row}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", default=os.environ.get("CONVEYOR_TEST_DATABASE_URL"))
+    parser.add_argument("--tasks", type=int, default=1000)
+    args = parser.parse_args()
+    if not args.server:
+        sys.exit("--server URL (or CONVEYOR_TEST_DATABASE_URL): a PostgreSQL to create a db in")
+    import ray
+
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
+    )
+    name = f"conveyor_bench_ray_{secrets.token_hex(4)}"
+    with psycopg.connect(args.server, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = make_conninfo(args.server, dbname=name)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    try:
+        asyncio.run(overhead(url, args.tasks))
+        asyncio.run(exactly_once(url, args.tasks, ray.get_runtime_context().gcs_address))
+    finally:
+        ray.shutdown()
+        with psycopg.connect(args.server, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+if __name__ == "__main__":
+    main()
