@@ -113,13 +113,12 @@ async def overhead(url: str, tasks: int) -> None:
         settings=Settings(database_url=url, home=Path(tempfile.mkdtemp()), poll_interval=0.2)
     )
     bench.agents.update(app.agents)
-    async with bench:
-        async with bench.connection() as conn:
-            since = await _drain(bench, "inproc", tasks)
-            local = _stats("in-process", *await _durations(conn, "inproc", since))
-            await _drain(bench, "ray_noop", 8 * CONCURRENCY)  # Ray's worker processes
-            since = await _drain(bench, "ray_noop", tasks)
-            remote = _stats("Ray task", *await _durations(conn, "ray_noop", since))
+    async with bench, bench.connection() as conn:
+        since = await _drain(bench, "inproc", tasks)
+        local = _stats("in-process", *await _durations(conn, "inproc", since))
+        await _drain(bench, "ray_noop", 8 * CONCURRENCY)  # Ray's worker processes
+        since = await _drain(bench, "ray_noop", tasks)
+        remote = _stats("Ray task", *await _durations(conn, "ray_noop", since))
     print(
         f"Ray adds {remote['mean_ms'] - local['mean_ms']:.2f} ms per attempt (mean) at "
         f"concurrency {CONCURRENCY}; throughput {local['per_s']:.0f} -> "
