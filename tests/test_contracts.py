@@ -443,3 +443,23 @@ def test_the_term_clause_may_say_when_the_agreement_takes_effect() -> None:
     assert contract.effective_date == datetime.date(2021, 1, 1)
     assert fields["effective_date"] < 0.95  # past the preamble: likely, not sure
     assert contract.term_months == 36
+
+
+def test_the_notice_is_the_days_said_to_be_notice_not_the_renewal_period() -> None:
+    contract, _ = read(
+        "This Agreement renews automatically for successive thirty (30) day periods unless "
+        "either party gives notice at least ten (10) days prior to the end of the "
+        "then-current term."
+    )
+    assert contract.renewal.auto_renew is True and contract.renewal.notice_days == 10
+
+
+def test_renewals_and_extensions_of_other_things_are_not_the_agreements() -> None:
+    for text in (
+        "The Seller shall deliver widgets. Any extension of time for performance shall "
+        "require the written consent of both parties.",
+        "The Seller shall carry insurance. The insurer shall not renew such coverage "
+        "without 30 days' notice to the Company.",
+    ):
+        contract, fields = read(text)
+        assert contract.renewal.auto_renew is None and fields["renewal.auto_renew"] < 0.9

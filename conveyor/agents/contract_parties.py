@@ -28,6 +28,7 @@ from conveyor.documents.types import Party
 
 SURE = 0.95
 NAMED = 0.9
+BLOCKS = 0.85
 LOOSE = 0.75
 
 _CUE = re.compile(
@@ -92,7 +93,7 @@ _LABEL = re.compile(
     r"^(?P<label>Party\s+[A-Z1-9]|Licensor|Licensee|Seller|Buyer|Supplier|Customer|Client|"
     r"Company|Contractor|Consultant|Vendor|Purchaser|Lessor|Lessee|Landlord|Tenant|Employer|"
     r"Employee|Distributor|Reseller|Provider|Auftraggeber|Auftragnehmer|Verk\u00e4ufer|"
-    r"K\u00e4ufer|Prestataire|Client)\s*(?:\((?P<role>[^)]{1,30})\))?\s*:\s*(?P<name>\S.{1,100})$",
+    r"K\u00e4ufer|Prestataire)\s*(?:\((?P<role>[^)]{1,30})\))?\s*:\s*(?P<name>\S.{1,100})$",
     re.IGNORECASE,
 )
 _LABEL_NAME_END = re.compile(
@@ -113,7 +114,7 @@ def read_parties(text: ContractText) -> tuple[list[Party], float]:
     """The parties and the confidence in them."""
     found, confidence = _from_preamble(text)
     if len(found) < 2:
-        found, confidence = _from_blocks(text.lines[:60]), NAMED
+        found, confidence = _from_blocks(text.lines[:60]), BLOCKS
     if len(found) < 2:
         return [], 0.0
     rest = text.flat[len(text.preamble) :].casefold()

@@ -66,7 +66,7 @@ _THE_AGREEMENT = re.compile(
     r"\b(?:dieser|der)\s+Vertrag\b",
     re.IGNORECASE,
 )
-_CLAUSES_READ = 15000  # how far past the preamble the term clause is looked for
+_CLAUSES_READ = 15000  # how far into the text the term clause is looked for
 _EFFECTIVE_AT_SIGNING = re.compile(
     r"\bas\s+of\s+the\s+(?:date|day)\s+(?:noted|set\s+forth|written|indicated|shown)\s+below|"
     r"\beffective\s+(?:up)?on\s+(?:the\s+)?(?:date\s+of\s+)?(?:its\s+)?(?:execution|signature|signing)",
@@ -178,6 +178,18 @@ _NOTICE_DAYS = re.compile(
     r"(?:days?|Tage?n?|jours)\b(?:'|')?",
     re.IGNORECASE,
 )
+_NOTICE_AFTER = re.compile(
+    r"[^.;]{0,20}?\b(?:prior|before|notice|in\s+advance|vor|avant)\b", re.IGNORECASE
+)
+_NOTICE_BEFORE = re.compile(
+    r"\b(?:at\s+least|not\s+less\s+than|no\s+later\s+than|within|mindestens|au\s+moins)\s*$",
+    re.IGNORECASE,
+)
+_OF_THE_AGREEMENT = re.compile(
+    r"\b(?:this|the)\s+(?:Agreement|Contract)\b|\bterms?\b|\bVertrag\b|\bcontrat\b|"
+    r"\bLaufzeit\b|\bdur\u00e9e\b|\breconduction\b",
+    re.IGNORECASE,
+)
 _NOTICE_MONTHS = re.compile(
     r"\b(?:\w+\s+)?(?:\(\d+\)\s+)?(?:calendar\s+)?(?:months?|Monate?n?|mois)\b(?:'|')?\s+(?:prior|before|written|notice|vor)",
     re.IGNORECASE,
@@ -199,9 +211,7 @@ def effective_date(text: ContractText) -> tuple[datetime.date | None, float]:
         for match in cue.finditer(text.preamble):
             after = text.preamble[match.end() : match.end() + _DATE_WINDOW]
             found = _date(dates_in(after)[:1], order)
-            if found and not re.search(
-                r"\b(?:dated|agreement)\b", after[: after.find(str(found.year))]
-            ):
+            if found and not _OTHER_AGREEMENT.search(after[: after.find(str(found.year))]):
                 return found, confidence
     # Past the preamble, only "this Agreement ... takes effect on DATE" (the term clause).
     cue = _EFFECTIVE_CUES[0][0]
@@ -325,8 +335,12 @@ def _whole_months(start: datetime.date, end: datetime.date) -> int | None:
 def renewal(text: ContractText) -> tuple[bool | None, int | None, float, float]:
     """(auto_renew, notice_days, confidence of each)."""
     sentences = text.sentences()
-    for i, (_, sentence) in enumerate(sentences):
+    for i, (start, sentence) in enumerate(sentences):
         if not _RENEWAL_WORDS.search(sentence) and not _CONTINUES_UNLESS.search(sentence):
+            continue
+        # About the agreement ("It renews ..." after a sentence about it, or under its
+        # heading), not an insurance's renewal or an extension of time to perform.
+        if not _OF_THE_AGREEMENT.search(text.flat[max(0, start - 200) : start + len(sentence)]):
             continue
         if _NO_RENEWAL.search(sentence):
             return False, None, SURE, SURE
@@ -348,9 +362,18 @@ def renewal(text: ContractText) -> tuple[bool | None, int | None, float, float]:
 
 
 def _notice_days(sentence: str) -> int | None:
+    """The days of notice in `sentence`: a number of days said to be notice ("at least
+    sixty (60) days prior"), else the first one that is not a period ("30-day periods")."""
+    fallback = None
     for match in _NOTICE_DAYS.finditer(sentence):
         digits = match.group("num2")
         n = int(digits) if digits else number(match.group("num"))
-        if n is not None and 0 < n <= 365:
+        if n is None or not 0 < n <= 365:
+            continue
+        after = sentence[match.end() : match.end() + 40]
+        before = sentence[max(0, match.start() - 25) : match.start()]
+        if _NOTICE_AFTER.match(after) or _NOTICE_BEFORE.search(before):
             return n
-    return None
+        if fallback is None and not re.match(r"\s*periods?\b", after, re.IGNORECASE):
+            fallback = n
+    return fallback
