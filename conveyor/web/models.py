@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_type_hints
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, create_model
 
 from conveyor.queue import AttemptRecord, TaskRecord
-from conveyor.states import AttemptStatus, TaskStatus
+from conveyor.states import TaskStatus
 
 Priority = Annotated[int, Field(ge=-32768, le=32767)]
 Int32 = Annotated[int, Field(ge=0, le=2**31 - 1)]
@@ -88,55 +89,45 @@ class TaskCreate(BaseModel):
     labels: dict[Text, Text] | None = None
 
 
-class AttemptOut(BaseModel):
-    id: int
-    attempt: int
-    worker_id: str | None
-    run_id: str | None
-    trace_id: str | None
-    status: AttemptStatus
-    started_at: datetime
-    finished_at: datetime | None
-    model: str | None
-    input_tokens: int | None
-    output_tokens: int | None
-    llm_cost_usd: float | None
-    compute_cost_usd: float | None
-    error: str | None
-    late_outcome: str | None
+def _fields_of(record: type[Any], *, leave_out: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The fields of a queue record (a dataclass) for the model that shows it: the same
+    names, order and types, each one required (a response always has every key)."""
+    types = get_type_hints(record)
+    return {
+        field.name: (types[field.name], ...)
+        for field in dataclasses.fields(record)
+        if field.name not in leave_out
+    }
 
+
+# A response shows a record as it is: its fields come from the record, not from a second
+# list of them that could drift. (The type checker is shown plain models: it cannot follow
+# create_model.)
+if TYPE_CHECKING:
+    _AttemptFields = BaseModel
+    _TaskFields = BaseModel
+else:
+    # An attempt is shown inside its task: without the task's id.
+    _AttemptFields = create_model(
+        "_AttemptFields", **_fields_of(AttemptRecord, leave_out=frozenset({"task_id"}))
+    )
+    _TaskFields = create_model(
+        "_TaskFields", **_fields_of(TaskRecord, leave_out=frozenset({"attempt_history"}))
+    )
+
+
+class AttemptOut(_AttemptFields):
     @classmethod
     def of(cls, record: AttemptRecord) -> AttemptOut:
         return cls.model_validate(record, from_attributes=True)
 
 
-class TaskOut(BaseModel):
-    id: int
-    agent: str
-    status: TaskStatus
-    priority: int
-    payload: Any
-    result: Any
-    error: str | None
-    idempotency_key: str | None
-    estimated_tokens: int | None
-    attempts: int
-    max_attempts: int
-    run_after: datetime
-    lease_expires_at: datetime | None
-    locked_by: str | None
-    tenant: str | None
-    labels: dict[str, str]
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
+class TaskOut(_TaskFields):
     attempt_history: list[AttemptOut]
 
     @classmethod
     def of(cls, record: TaskRecord) -> TaskOut:
-        values = {name: getattr(record, name) for name in cls.model_fields}
-        values["attempt_history"] = [AttemptOut.of(a) for a in record.attempt_history]
-        return cls.model_validate(values)
+        return cls.model_validate(record, from_attributes=True)
 
 
 class TaskSummary(BaseModel):
