@@ -40,6 +40,7 @@ from conveyor.metrics import Filters, Span
 
 ROLLUP_TRIGGERS = (
     ("tasks", "tasks_rollup_inserted"),
+    ("tasks", "tasks_rollup_replaced"),
     ("tasks", "tasks_rollup_updated"),
     ("task_attempts", "task_attempts_rollup_inserted"),
     ("task_attempts", "task_attempts_rollup_updated"),

@@ -151,43 +151,27 @@ BEGIN
                                   c.usd);
 END $$;
 
--- Tasks that enter or leave a finished status. Old finished rows are subtracted and new
--- finished rows added, without joining the old and new transition tables (they have no
--- index and no statistics): a finished row updated without a change of status is taken
--- away and added back, which nets to nothing (or to the right change, if its finished_at
--- or result was edited). The usage of a task's attempts is read as it is at the end of
--- the statement; conveyor_rollup_attempts() explains why that adds up.
+-- Tasks that enter or leave a finished status: one function for every trigger on tasks,
+-- which names its transition table `changed_rows` and says whether those rows count in or
+-- out. Inserted and updated rows (NEW TABLE) count in as they are; updated rows as they
+-- were (OLD TABLE, a trigger of its own) count out. The old and new transition tables are
+-- never joined (they have no index and no statistics): a finished row updated without a
+-- change of status is taken away and added back, which nets to nothing (or to the right
+-- change, if its finished_at or result was edited). The usage of a task's attempts is read
+-- as it is at the end of the statement; conveyor_rollup_attempts() explains why that adds
+-- up.
 CREATE OR REPLACE FUNCTION conveyor_rollup_tasks() RETURNS trigger
 LANGUAGE plpgsql
 SET enable_seqscan = off
 SET jit = off
 AS $$
 BEGIN
-    -- Two statements, because an INSERT trigger has no old_rows to name.
-    IF TG_OP = 'INSERT' THEN
-        PERFORM conveyor_rollup_finished(
-                    array_agg(1::bigint), array_agg(n.id), array_agg(n.created_at),
-                    array_agg(n.agent), array_agg(n.tenant), array_agg(n.status),
-                    array_agg(n.finished_at), array_agg(n.result))
-        FROM new_rows n
-        WHERE n.status IN ('completed', 'failed', 'cancelled');
-    ELSE
-        PERFORM conveyor_rollup_finished(
-                    array_agg(ch.sign), array_agg(ch.id), array_agg(ch.created_at),
-                    array_agg(ch.agent), array_agg(ch.tenant), array_agg(ch.status),
-                    array_agg(ch.finished_at), array_agg(ch.result))
-        FROM (
-            SELECT -1::bigint AS sign, o.id, o.created_at, o.agent, o.tenant, o.status,
-                   o.finished_at, o.result
-            FROM old_rows o
-            WHERE o.status IN ('completed', 'failed', 'cancelled')
-            UNION ALL
-            SELECT 1::bigint, n.id, n.created_at, n.agent, n.tenant, n.status,
-                   n.finished_at, n.result
-            FROM new_rows n
-            WHERE n.status IN ('completed', 'failed', 'cancelled')
-        ) ch;
-    END IF;
+    PERFORM conveyor_rollup_finished(
+                array_agg(CASE TG_ARGV[0] WHEN 'out' THEN -1 ELSE 1 END::bigint), array_agg(c.id), array_agg(c.created_at),
+                array_agg(c.agent), array_agg(c.tenant), array_agg(c.status),
+                array_agg(c.finished_at), array_agg(c.result))
+    FROM changed_rows c
+    WHERE c.status IN ('completed', 'failed', 'cancelled');
     RETURN NULL;
 END $$;
 
@@ -222,57 +206,56 @@ SET enable_nestloop = off
 SET jit = off
 AS $$
 DECLARE
+    gone task_attempts[];
+    came task_attempts[];
     d record;
     c record;
 BEGIN
+    -- The attempt rows whose change may count (see above), as they were (gone) and as they
+    -- are (came). An insert is an update from no rows; only this depends on the event (an
+    -- INSERT trigger has no old_rows to name), the counting below is the same for both.
     IF TG_OP = 'INSERT' THEN
-        SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
-               array_agg(x.attempts ORDER BY x.task_id) AS attempts,
-               array_agg(x.throttled ORDER BY x.task_id) AS throttled,
-               array_agg(x.input ORDER BY x.task_id) AS input,
-               array_agg(x.output ORDER BY x.task_id) AS output,
-               array_agg(x.llm ORDER BY x.task_id) AS llm,
-               array_agg(x.compute ORDER BY x.task_id) AS compute
-        INTO d
-        FROM (
-            SELECT n.task_id, count(*) AS attempts,
-                   count(*) FILTER (WHERE n.status = 'throttled') AS throttled,
-                   coalesce(sum(n.input_tokens), 0)::bigint AS input,
-                   coalesce(sum(n.output_tokens), 0)::bigint AS output,
-                   coalesce(sum(n.llm_cost_usd), 0) AS llm,
-                   coalesce(sum(n.compute_cost_usd), 0) AS compute
-            FROM new_rows n
-            WHERE n.status <> 'running'
-            GROUP BY n.task_id
-        ) x;
+        SELECT array_agg(n) INTO came FROM new_rows n WHERE n.status <> 'running';
     ELSE
-        SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
-               array_agg(x.attempts ORDER BY x.task_id) AS attempts,
-               array_agg(x.throttled ORDER BY x.task_id) AS throttled,
-               array_agg(x.input ORDER BY x.task_id) AS input,
-               array_agg(x.output ORDER BY x.task_id) AS output,
-               array_agg(x.llm ORDER BY x.task_id) AS llm,
-               array_agg(x.compute ORDER BY x.task_id) AS compute
-        INTO d
-        FROM (
-            SELECT n.task_id, 0::bigint AS attempts,
-                   sum((n.status = 'throttled')::int - (o.status = 'throttled')::int)::bigint
-                       AS throttled,
-                   sum(coalesce(n.input_tokens, 0) - coalesce(o.input_tokens, 0))::bigint
-                       AS input,
-                   sum(coalesce(n.output_tokens, 0) - coalesce(o.output_tokens, 0))::bigint
-                       AS output,
-                   sum(coalesce(n.llm_cost_usd, 0) - coalesce(o.llm_cost_usd, 0)) AS llm,
-                   sum(coalesce(n.compute_cost_usd, 0) - coalesce(o.compute_cost_usd, 0))
-                       AS compute
-            FROM old_rows o
-            JOIN new_rows n USING (id)
-            WHERE o.status <> 'running'
-            GROUP BY n.task_id
-        ) x
-        WHERE x.throttled <> 0 OR x.input <> 0 OR x.output <> 0 OR x.llm <> 0
-           OR x.compute <> 0;
+        SELECT array_agg(o), array_agg(n) INTO gone, came
+        FROM old_rows o
+        JOIN new_rows n USING (id)
+        WHERE o.status <> 'running';
     END IF;
+    IF came IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    -- Per task, what changed: the rows that came count in, the rows that went count out (an
+    -- updated row is both, so it adds no attempt; an inserted one adds one).
+    SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
+           array_agg(x.attempts ORDER BY x.task_id) AS attempts,
+           array_agg(x.throttled ORDER BY x.task_id) AS throttled,
+           array_agg(x.input ORDER BY x.task_id) AS input,
+           array_agg(x.output ORDER BY x.task_id) AS output,
+           array_agg(x.llm ORDER BY x.task_id) AS llm,
+           array_agg(x.compute ORDER BY x.task_id) AS compute
+    INTO d
+    FROM (
+        SELECT r.task_id, sum(r.sign)::bigint AS attempts,
+               sum(r.sign * (r.status = 'throttled')::int)::bigint AS throttled,
+               sum(r.sign * coalesce(r.input_tokens, 0))::bigint AS input,
+               sum(r.sign * coalesce(r.output_tokens, 0))::bigint AS output,
+               sum(r.sign * coalesce(r.llm_cost_usd, 0)) AS llm,
+               sum(r.sign * coalesce(r.compute_cost_usd, 0)) AS compute
+        FROM (
+            SELECT -1 AS sign, g.task_id, g.status, g.input_tokens, g.output_tokens,
+                   g.llm_cost_usd, g.compute_cost_usd
+            FROM unnest(gone) g
+            UNION ALL
+            SELECT 1, n.task_id, n.status, n.input_tokens, n.output_tokens, n.llm_cost_usd,
+                   n.compute_cost_usd
+            FROM unnest(came) n
+        ) r
+        GROUP BY r.task_id
+    ) x
+    WHERE x.attempts <> 0 OR x.throttled <> 0 OR x.input <> 0 OR x.output <> 0
+       OR x.llm <> 0 OR x.compute <> 0;
     IF d.ids IS NULL THEN
         RETURN NULL;
     END IF;
@@ -323,13 +306,20 @@ END $$;
 
 CREATE OR REPLACE TRIGGER tasks_rollup_inserted
     AFTER INSERT ON tasks
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks();
+    REFERENCING NEW TABLE AS changed_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks('in');
+
+-- Fired before tasks_rollup_updated (triggers of one event fire in name order): the rows
+-- as they were go out, then the rows as they are come in.
+CREATE OR REPLACE TRIGGER tasks_rollup_replaced
+    AFTER UPDATE ON tasks
+    REFERENCING OLD TABLE AS changed_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks('out');
 
 CREATE OR REPLACE TRIGGER tasks_rollup_updated
     AFTER UPDATE ON tasks
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks();
+    REFERENCING NEW TABLE AS changed_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks('in');
 
 CREATE OR REPLACE TRIGGER task_attempts_rollup_inserted
     AFTER INSERT ON task_attempts
