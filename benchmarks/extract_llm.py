@@ -1,30 +1,58 @@
-"""The LLM extractor for bench_extract.py: `--extractors llm` (or `offline,llm`).
+"""The LLM extractor: simulated for bench_extract.py, or a real model on real invoices.
 
-The model is the LLM endpoint simulator in answer mode (conveyor.testing.answers), served from
-a thread of the benchmark's process: it answers every request from the sample's truth,
-each field wrong with probability --llm-error-rate (left out, or misread: a digit, a day,
-a word), seeded, so a run is reproducible. What this measures is therefore the
-extractor's own part, not a model's reading: the prompts and their chunking (tokens per
-document), the merging of a long document's chunks, how much of the injected error the
-cross-checks catch (confidence calibration) and what it would cost at the price of
---llm-model (genai-prices). The simulator answers at once (no latency), so documents/s is
-Conveyor's overhead per request, not a model's speed.
+Simulated (bench_extract.py `--extractors llm`, or `offline,llm`). The model is the LLM
+endpoint simulator in answer mode (conveyor.testing.answers), served from a thread of the
+benchmark's process: it answers every request from the sample's truth, each field wrong
+with probability --llm-error-rate (left out, or misread: a digit, a day, a word), seeded,
+so a run is reproducible. What this measures is therefore the extractor's own part, not a
+model's reading: the prompts and their chunking (tokens per document), the merging of a
+long document's chunks, how much of the injected error the cross-checks catch
+(confidence calibration) and what it would cost at the price of --llm-model
+(genai-prices). The simulator answers at once (no latency), so documents/s is Conveyor's
+overhead per request, not a model's speed.
+
+Real (this file run as a script): any OpenAI-compatible server, as it is, on the invoices
+of ../shared/realdocs (their text-only copies: what the page prints, no embedded XML):
+
+    python benchmarks/extract_llm.py --base-url http://127.0.0.1:8081/v1 \
+        [--model local] [--modes offline,hybrid,llm] [--every N] [--limit N]
+        [--json out.json]
+
+Each document is read as the `invoice` agent reads it, once per mode (offline: rules;
+llm: the model reads it all; hybrid: conveyor.agents.hybrid), scored field by field with
+benchmarks/realdocs.py's scorer. Reported per mode: accuracy per field, tokens in and out,
+seconds, requests, format refusals and failed documents per document; for llm, the
+admission estimate (conveyor.agents.llm.estimate_tokens) against the tokens used, before
+and after the per-agent correction (conveyor.llm.estimates) learnt from earlier documents.
+The recipe that reproduces a run (packages, model, server) is in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from conveyor.agents.llm import DEFAULT_CHUNK_TOKENS, extract_llm
-from conveyor.documents.text import DocumentText
-from conveyor.llm.client import LLMClient
-from conveyor.llm.pricing import Pricer
-from conveyor.task import Task
-from conveyor.testing.answers import TruthResponder
-from conveyor.testing.samples import Sample
-from conveyor.testing.simulator import Simulator
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from conveyor.agents.llm import DEFAULT_CHUNK_TOKENS, extract_llm  # noqa: E402
+from conveyor.documents.text import DocumentText  # noqa: E402
+from conveyor.llm.client import LLMClient  # noqa: E402
+from conveyor.llm.pricing import Pricer  # noqa: E402
+from conveyor.task import Task  # noqa: E402
+from conveyor.testing.answers import TruthResponder  # noqa: E402
+from conveyor.testing.samples import Sample  # noqa: E402
+from conveyor.testing.simulator import Simulator  # noqa: E402
 
 DEFAULT_ERROR_RATE = 0.05
 DEFAULT_MODEL = "gpt-4o-mini"  # priced by genai-prices; the simulator answers any name
@@ -92,3 +120,244 @@ def llm_extractor(args: argparse.Namespace, Extractor: Any, Outcome: Any) -> Any
         served.stop()
 
     return Extractor(f"llm (simulated, {error_rate:.0%} field errors)", run, close)
+
+
+# ------------------------------------------------------------------------ a real model
+
+
+MODES = ("offline", "hybrid", "llm")
+
+
+@dataclass
+class Run:
+    """One document read in one mode: its score, and what it took."""
+
+    mode: str
+    doc: Any  # realdocs.Doc
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    refusals: int = 0
+    estimate: int = 0
+    error: str | None = None
+
+
+async def read_real(args: argparse.Namespace) -> list[Run]:
+    import realdocs  # benchmarks/realdocs.py (H4's): its corpus walk and its scorer
+
+    from conveyor.agents.hybrid import extract_hybrid
+    from conveyor.agents.llm import estimate_tokens
+    from conveyor.agents.offline import extract_offline
+    from conveyor.documents.text import extract_text
+
+    folder = args.corpus / "text-only"
+    langs = realdocs.languages(args.corpus)
+    held_out = realdocs.held_out_sources(args.corpus)
+    pdfs = sorted(folder.glob("*/*.pdf"))
+    pdfs = [p for p in pdfs if p.with_suffix(".json").exists()][:: args.every]
+    pdfs = pdfs[: args.limit or None]
+    client = LLMClient(model=args.model, base_url=args.base_url, timeout=args.timeout)
+    runs: list[Run] = []
+    try:
+        for number, pdf in enumerate(pdfs, 1):
+            truth = json.loads(pdf.with_suffix(".json").read_text())[0]
+            label, source = str(pdf.relative_to(folder)), pdf.parent.name
+            text = await asyncio.to_thread(extract_text, pdf, name=pdf.name)
+            payload = {"chars": len(text.text), "pages": text.page_count}
+            for mode in args.modes:
+                task = _task()
+                before = (client.requests, client.refusals)
+                started = time.perf_counter()
+                error = None
+                try:
+                    if mode == "offline":
+                        found = await asyncio.to_thread(extract_offline, text, "invoice")
+                    elif mode == "hybrid":
+                        found = await extract_hybrid(
+                            client,
+                            task,
+                            text,
+                            "invoice",
+                            name=pdf.name,
+                            chunk_tokens=args.chunk_tokens,
+                        )
+                    else:
+                        found = await extract_llm(
+                            client,
+                            task,
+                            text,
+                            "invoice",
+                            name=pdf.name,
+                            chunk_tokens=args.chunk_tokens,
+                        )
+                except Exception as exc:  # a failed document is a result, and the run goes on
+                    error = f"{type(exc).__name__}: {exc}"
+                seconds = time.perf_counter() - started
+                kept_out = source in held_out
+                language = langs.get(pdf.stem, "?")
+                if error is None:
+                    doc = realdocs.scored(
+                        label, source, language, truth, found, seconds, held_out=kept_out
+                    )
+                else:
+                    doc = realdocs.failed(
+                        label, source, language, RuntimeError(error), held_out=kept_out
+                    )
+                    doc.seconds = seconds
+                run = Run(
+                    mode,
+                    doc,
+                    input_tokens=task.usage.input_tokens,
+                    output_tokens=task.usage.output_tokens,
+                    requests=client.requests - before[0],
+                    refusals=client.refusals - before[1],
+                    estimate=estimate_tokens(
+                        payload, doc_type="invoice", chunk_tokens=args.chunk_tokens
+                    ),
+                    error=error,
+                )
+                runs.append(run)
+                ok = sum(f["ok"] for f in doc.fields.values())
+                print(
+                    f"[{number}/{len(pdfs)}] {mode:7} {label}: {ok}/{len(doc.fields)} right, "
+                    f"{seconds:.1f} s, {run.input_tokens}+{run.output_tokens} tokens, "
+                    f"{run.requests} request(s){' ' + error if error else ''}",
+                    flush=True,
+                )
+                if args.json:
+                    args.json.write_text(json.dumps([_row(r) for r in runs], indent=1, default=str))
+    finally:
+        await client.aclose()
+    return runs
+
+
+def _task() -> Task:
+    return Task(
+        id=0,
+        agent="invoice",
+        payload={},
+        attempt=1,
+        max_attempts=1,
+        priority=0,
+        created_at=datetime.now(UTC),
+    )
+
+
+def _row(run: Run) -> dict[str, Any]:
+    return {**{k: v for k, v in run.__dict__.items() if k != "doc"}, "doc": run.doc.__dict__}
+
+
+def real_report(runs: list[Run], modes: Sequence[str]) -> list[str]:
+    import realdocs
+
+    by_mode = {m: [r for r in runs if r.mode == m] for m in modes}
+    docs = {m: [r.doc for r in rs] for m, rs in by_mode.items()}
+    n = len(next(iter(docs.values()), []))
+    out = [f"## A real model on realdocs, text-only: {n} documents", ""]
+    out += ["| field | " + " | ".join(modes) + " |", "| --- |" + " ---: |" * len(modes)]
+    for name in (*realdocs.FIELDS, None):
+        cells = []
+        for m in modes:
+            ok, total = realdocs._tally(docs[m], name)
+            cells.append(f"{realdocs.pct(ok, total)} ({ok}/{total})")
+        out.append(f"| {name or '**all fields**'} | " + " | ".join(cells) + " |")
+    rows = {
+        "documents entirely right": lambda rs: str(
+            sum(all(f["ok"] for f in r.doc.fields.values()) and r.doc.fields != {} for r in rs)
+        ),
+        "failed documents (no answer)": lambda rs: str(sum(r.error is not None for r in rs)),
+        "tokens in / document": lambda rs: f"{_mean([r.input_tokens for r in rs]):.0f}",
+        "tokens out / document": lambda rs: f"{_mean([r.output_tokens for r in rs]):.0f}",
+        "tokens, all documents": lambda rs: str(sum(r.input_tokens + r.output_tokens for r in rs)),
+        "seconds / document": lambda rs: f"{_mean([r.doc.seconds for r in rs]):.1f}",
+        "requests / document": lambda rs: f"{_mean([r.requests for r in rs]):.2f}",
+        "documents the model was asked about": lambda rs: str(sum(r.requests > 0 for r in rs)),
+        "format refusals": lambda rs: str(sum(r.refusals for r in rs)),
+    }
+    for title, cell in rows.items():
+        out.append(f"| {title} | " + " | ".join(cell(by_mode[m]) for m in modes) + " |")
+    errors = [r for r in runs if r.error]
+    if errors:
+        out += ["", "Failed documents:"]
+        out += [f"- {r.mode} {r.doc.path}: {r.error}" for r in errors]
+    measured = [r for r in by_mode.get("llm", []) if r.error is None and r.input_tokens]
+    if measured:
+        out += ["", *estimate_report(measured)]
+    return out
+
+
+def estimate_report(runs: list[Run]) -> list[str]:
+    """The admission estimate against the tokens used: raw, and corrected from the
+    documents before each (as the per-agent correction learns from task_attempts)."""
+    from conveyor.llm.estimates import Correction
+
+    raw = [r.estimate / (r.input_tokens + r.output_tokens) for r in runs]
+    correction = Correction()
+    corrected = []
+    for r in runs:
+        actual = r.input_tokens + r.output_tokens
+        corrected.append(correction.apply(r.estimate) / actual)
+        correction.learn(r.estimate, actual)
+
+    def line(title: str, ratios: list[float]) -> str:
+        within = sum(0.7 <= x <= 1.3 for x in ratios)
+        ordered = sorted(ratios)
+        return (
+            f"| {title} | {statistics.median(ratios):.2f} | {ordered[0]:.2f} - {ordered[-1]:.2f} "
+            f"| {within}/{len(ratios)} ({100 * within / len(ratios):.0f} %) |"
+        )
+
+    return [
+        "| token estimate / actual (llm) | median | range | within ±30 % |",
+        "| --- | ---: | ---: | ---: |",
+        line("as estimated before the call", raw),
+        line("corrected from the documents before it", corrected),
+    ]
+
+
+def _load(path: Path) -> list[Run]:
+    import realdocs
+
+    runs = []
+    for row in json.loads(path.read_text()):
+        doc = realdocs.Doc(**row.pop("doc"))
+        runs.append(Run(doc=doc, **row))
+    return runs
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="a real model on realdocs (see the docstring)")
+    parser.add_argument("--base-url", required=True, help="an OpenAI-compatible /v1 URL")
+    parser.add_argument("--model", default="local", help="the model name sent (local)")
+    parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "realdocs")
+    parser.add_argument("--modes", default=",".join(MODES), help="offline,hybrid,llm")
+    parser.add_argument("--limit", type=int, default=0, help="the first N documents only")
+    parser.add_argument(
+        "--every", type=int, default=1, help="every Nth document (a sample across sources)"
+    )
+    parser.add_argument("--timeout", type=float, default=600.0, help="per request (600 s)")
+    parser.add_argument("--chunk-tokens", type=int, default=DEFAULT_CHUNK_TOKENS)
+    parser.add_argument("--json", type=Path, help="every run, written as it goes")
+    parser.add_argument(
+        "--report", type=Path, help="report the runs of an earlier --json (a partial run too)"
+    )
+    args = parser.parse_args()
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = set(args.modes) - set(MODES)
+    if unknown:
+        parser.error(f"unknown modes {sorted(unknown)}; known: {', '.join(MODES)}")
+    runs = _load(args.report) if args.report else asyncio.run(read_real(args))
+    if args.report:
+        args.modes = [m for m in args.modes if any(r.mode == m for r in runs)]
+        complete = {r.doc.path for r in runs if r.mode == args.modes[-1]}
+        runs = [r for r in runs if r.doc.path in complete]  # documents read in every mode
+    print("\n".join(real_report(runs, args.modes)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -11,11 +11,15 @@ from typing import Any
 import pytest
 
 from conveyor import App, Task, TaskStatus, Throttled
-from conveyor.agents.documents import declare_document_agents
+from conveyor.agents.documents import DocumentAgents, _estimator, declare_document_agents
+from conveyor.agents.grounding import Evidence
+from conveyor.agents.hybrid import extract_hybrid, merged, plan_for
 from conveyor.agents.llm import extract_llm, merge, overhead_tokens
 from conveyor.documents.submit import submit_files
-from conveyor.documents.text import extract_text
+from conveyor.documents.text import DocumentText, PageText, extract_text
+from conveyor.documents.types import Extraction, Invoice, make_extraction
 from conveyor.llm.client import LLMClient
+from conveyor.llm.estimates import Correction
 from conveyor.settings import Settings
 from conveyor.testing.answers import TruthResponder, skeleton
 from conveyor.testing.protocol import ChatCompletionRequest, ImagePart
@@ -294,3 +298,139 @@ def test_the_simulator_cli_refuses_a_missing_truth_folder(
         main(["--truth", str(tmp_path / "nope"), "--port", "0"])
     assert exit_.value.code == 2
     assert "no truth folder" in capsys.readouterr().err
+
+
+async def test_token_estimates_are_corrected_from_what_attempts_used(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """What attempts used against their estimates teaches the agent a factor: a process
+    seeds it from task_attempts, and every corrected estimate is nearer the truth."""
+    invoices = [make_invoice(n) for n in (21, 22, 23)]
+    simulator = Simulator(responder=TruthResponder(_truth(*invoices)), base_latency=0)
+    async with simulator.serving() as url:
+        llm = dataclasses.replace(
+            settings, llm_model="sim", llm_base_url=f"{url}/v1", llm_mode="llm"
+        )
+        app = App(settings=llm)
+        declare_document_agents(app, names={"invoice": "invoice"})
+        paths = []
+        for invoice in invoices:
+            paths.append(tmp_path / invoice.name)
+            paths[-1].write_bytes(invoice.pdf)
+        try:
+            submitted = await submit_files(app, paths, agent="invoice")
+            ids = [s.task_id for s in submitted]
+
+            async def all_done() -> bool:
+                return all([await _status(app, i) for i in ids])
+
+            async with Running(Worker(app, concurrency=1)):
+                await wait_for(all_done, timeout=90, what="the invoices")
+            tasks = [await app.get_task_async(s.task_id) for s in submitted]
+        finally:
+            await app.aclose()
+        assert all(t.status == TaskStatus.COMPLETED for t in tasks)
+        # A fresh process (a new App) knows nothing until it reads task_attempts.
+        fresh = App(settings=llm)
+        agents = DocumentAgents(fresh)
+        raw = _estimator(fresh, "invoice")
+        try:
+            correction = await agents.correction("invoice", raw)
+        finally:
+            await fresh.aclose()
+    assert correction.samples == 3
+    within = 0
+    for task in tasks:
+        (attempt,) = task.attempt_history
+        actual = (attempt.input_tokens or 0) + (attempt.output_tokens or 0)
+        estimate = raw(task.payload)  # from the page count: uploads carry no text length
+        corrected = correction.apply(estimate)
+        assert abs(corrected - actual) < abs(estimate - actual)
+        within += abs(corrected - actual) <= 0.3 * actual
+    assert within >= 2  # the payload knows only pages: documents of one page differ
+
+
+def test_a_correction_is_the_median_ratio_once_it_has_seen_enough() -> None:
+    correction = Correction()
+    correction.learn(1000, 500)
+    correction.learn(1000, 600)
+    assert correction.apply(1000) == 1000  # two samples: too few to correct by
+    correction.learn(1000, 5000)  # one long answer does not move the median far
+    assert correction.factor == 0.6 and correction.apply(1000) == 600
+    correction.learn(0, 100)  # no estimate: nothing to learn
+    assert correction.samples == 3
+
+
+# ------------------------------------------------------------------------------ hybrid
+
+
+async def test_hybrid_asks_nothing_when_the_rules_vouch_for_every_key_field() -> None:
+    invoice = make_invoice(7)
+    simulator = Simulator(responder=TruthResponder(_truth(invoice)), base_latency=0)
+    async with simulator.serving() as url:
+        client = LLMClient(model="sim", base_url=f"{url}/v1")
+        try:
+            result = await extract_hybrid(client, a_task(), extract_text(invoice.pdf), "invoice")
+        finally:
+            await client.aclose()
+    assert simulator.log() == []  # no tokens spent
+    assert result.extractor == "hybrid:sim" and result.checks == []
+    assert result.data == invoice.truth.model_dump(mode="json")
+    assert any("the model was not asked" in n for n in result.notes)
+
+
+async def test_hybrid_asks_for_the_whole_document_when_the_rules_miss_key_fields() -> None:
+    invoice = make_invoice(7)
+    page = extract_text(invoice.pdf).pages[0]
+    # A label the rules do not know: no number, and the rules lose the total with it.
+    text = page.text.replace("Invoice Number: 30664", "Our reference 30664")
+    assert text != page.text
+    stem = invoice.name.removesuffix(".pdf")
+    document = DocumentText(
+        pages=[PageText(number=1, text=text, has_text_layer=True, chars=len(text))], name=stem
+    )
+    simulator = Simulator(responder=TruthResponder(_truth(invoice)), base_latency=0)
+    async with simulator.serving() as url:
+        client = LLMClient(model="sim", base_url=f"{url}/v1")
+        task = a_task()
+        try:
+            result = await extract_hybrid(client, task, document, "invoice", name=stem)
+        finally:
+            await client.aclose()
+    assert len(simulator.log()) == 1 and task.usage.calls == 1
+    assert result.data["number"] == "30664"
+    assert result.data["total"] == invoice.truth.model_dump(mode="json")["total"]
+    assert result.checks == [] and result.extractor == "hybrid:sim"
+    assert any("asked for the whole document" in n for n in result.notes)
+
+
+def _extraction(data: dict[str, Any], fields: dict[str, float]) -> Extraction:
+    value = Invoice.model_validate(data)
+    return make_extraction(
+        "invoice", value, fields=fields, notes=[], pages=1, extractor="x", key_fields=None
+    )
+
+
+def test_hybrid_asks_only_for_what_failed_and_the_arithmetic_picks_each_reading() -> None:
+    truth = make_invoice(7).truth.model_dump(mode="json")
+    ours = json.loads(json.dumps(truth))
+    ours["total"] = "102913.84"  # the rules misread the total: the sums do not add up
+    sure = {
+        "number": 0.97, "issue_date": 0.97, "due_date": 0.97, "vendor.name": 0.97,
+        "customer.name": 0.97, "currency": 0.97, "line_items": 0.97, "subtotal": 0.97,
+        "tax": 0.97, "total": 0.75,
+    }  # fmt: skip
+    offline = _extraction(ours, sure)
+    assert offline.checks
+    plan = plan_for("invoice", offline)
+    assert not plan.whole and "total" in plan.ask
+    assert "number" not in plan.ask and "vendor" not in plan.ask  # vouched for: not asked
+    theirs = json.loads(json.dumps(truth))
+    theirs["subtotal"] = "94536.93"  # the model gets the total right, and the subtotal wrong
+    answer = _extraction(theirs, dict.fromkeys(sure, 0.95))
+    result = merged("invoice", offline, answer, plan, Evidence.of(""), "sim")
+    # The rules' subtotal with the model's total is the reading that adds up.
+    assert result.data["total"] == truth["total"]
+    assert result.data["subtotal"] == truth["subtotal"]
+    assert result.checks == []
+    assert any("add up with the model's total" in n for n in result.notes)

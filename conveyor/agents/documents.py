@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -49,10 +50,14 @@ from conveyor.documents.types import Extraction
 from conveyor.einvoice import NotAnInvoice
 from conveyor.errors import PermanentFailure
 from conveyor.llm.client import LLMClient
+from conveyor.llm.estimates import Correction, from_attempts
+from conveyor.log import fields
 from conveyor.task import Task
 
 AGENTS = {"invoice": "invoice", "contract": "contract", "document": None}
 """Agent name -> the document type it extracts (None: classify first)."""
+
+log = logging.getLogger(__name__)
 
 VISION_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}  # what models take
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -64,6 +69,23 @@ class DocumentAgents:
 
     def __init__(self, app: App) -> None:
         self.app = app
+        # Per agent: how far token estimates are off (conveyor.llm.estimates), learnt
+        # from task_attempts when this process first runs one of its attempts.
+        self.corrections: dict[str, Correction] = {}
+
+    async def correction(self, agent: str, raw: Callable[[Any], int]) -> Correction:
+        """The agent's estimate correction, seeded from its latest attempts once."""
+        known = self.corrections.get(agent)
+        if known is not None:
+            return known
+        try:
+            db = await self.app.database()
+            async with db.connection() as conn:
+                known = await from_attempts(conn, agent, raw)
+        except Exception as exc:  # an estimate is advice: never fail an attempt over it
+            log.warning("token estimates uncorrected: %s", exc, extra=fields(agent=agent))
+            known = Correction()
+        return self.corrections.setdefault(agent, known)
 
     def client(self) -> LLMClient | None:
         """A client for one attempt (closed after it): its HTTP connections then never
@@ -235,17 +257,25 @@ def declare_document_agents(app: App, *, names: dict[str, str | None] | None = N
     """Declare the document agents on `app` (all of AGENTS, or the `names` given)."""
     agents = DocumentAgents(app)
     for agent, doc_type in (names or AGENTS).items():
+        raw = _estimator(app, doc_type or "generic")
         app.agent(
             agent,
             max_attempts=3,
             lease_seconds=LEASE_SECONDS,
-            estimate_tokens=_estimator(app, doc_type or "generic"),
-        )(_agent(agents, doc_type))
+            estimate_tokens=_corrected(agents, agent, raw),
+        )(_agent(agents, doc_type, raw))
 
 
-def _agent(agents: DocumentAgents, doc_type: str | None) -> Callable[[Task], Any]:
+def _agent(
+    agents: DocumentAgents, doc_type: str | None, raw: Callable[[Any], int]
+) -> Callable[[Task], Any]:
     async def extract(task: Task) -> dict[str, Any]:
-        return await agents.extract(task, doc_type)
+        correction = await agents.correction(task.agent, raw)
+        result = await agents.extract(task, doc_type)
+        used = task.usage.input_tokens + task.usage.output_tokens
+        if used:
+            correction.learn(raw(task.payload), used)
+        return result
 
     extract.__name__ = f"extract_{doc_type or 'document'}"
     return extract
@@ -259,5 +289,19 @@ def _estimator(app: App, doc_type: str) -> Callable[[Any], int]:
         return estimate_tokens(
             payload, doc_type=doc_type, chunk_tokens=app.settings.llm_chunk_tokens
         )
+
+    return estimate
+
+
+def _corrected(
+    agents: DocumentAgents, agent: str, raw: Callable[[Any], int]
+) -> Callable[[Any], int]:
+    """The estimate, corrected by what this process has learnt of the agent's usage (a
+    process that has run none of its attempts, such as the web app, estimates raw)."""
+
+    def estimate(payload: Any) -> int:
+        correction = agents.corrections.get(agent)
+        value = raw(payload)
+        return correction.apply(value) if correction is not None else value
 
     return estimate

@@ -13,9 +13,10 @@
    the key fields are vouched for, it is asked for the whole document (full schema, the
    rules' readings given as a first, unsure reading).
 4. The answers are merged: a vouched-for field keeps the rules' value; an empty one takes
-   the model's; where the two disagree on the amounts (line items, subtotal, tax,
-   total), every combination of the two readings is cross-checked and the one with the
-   fewest failed checks wins (ties: the rules' reading). Other disagreements keep the
+   the model's, if the text prints it (`conveyor.agents.grounding`); where the two
+   disagree on the amounts (line items, subtotal, tax, total), every combination of the
+   two readings is cross-checked and the one with the fewest failed checks wins (ties:
+   the rules' reading). Other disagreements keep the
    rules' value: nothing but the arithmetic can say which of two printed values is right.
 
 Confidence: the rules' score for a field the rules gave; the LLM extractor's for a field
@@ -30,7 +31,7 @@ import itertools
 import json
 from typing import Any
 
-from conveyor.agents.grounding import Evidence
+from conveyor.agents.grounding import Evidence, grounded
 from conveyor.agents.llm import (
     DEFAULT_CHUNK_TOKENS,
     KEY_FIELDS,
@@ -169,17 +170,30 @@ def merged(
     ours, theirs = offline.data, answer.data
     data = copy.deepcopy(ours)
     source: dict[str, str] = {}  # top-level field -> "rules" or "model"
+    unseen: list[str] = []
+
+    def shown(where: str, value: Any) -> bool:
+        # A value the text does not print is the likeliest to be wrong (a tax of 0 on an
+        # invoice that shows none): an empty field is better left empty than filled so.
+        if evidence is None or isinstance(value, (list, dict)):
+            return True
+        if grounded(where, value, evidence) is False:
+            unseen.append(where)
+            return False
+        return True
+
     for top in plan.ask:
         mine, other = ours.get(top), theirs.get(top)
-        if _empty(mine) and not _empty(other):
-            data[top] = copy.deepcopy(other)
-            source[top] = "model"
-        elif isinstance(mine, dict) and isinstance(other, dict):
+        if isinstance(mine, dict) and isinstance(other, dict):
             # Sub-fields: the rules' vouched ones stay, empty ones take the model's.
             for key, value in other.items():
-                if _empty(mine.get(key)) and not _empty(value):
+                where = f"{top}.{key}"
+                if _empty(mine.get(key)) and not _empty(value) and shown(where, value):
                     data[top][key] = value
-                    source[f"{top}.{key}"] = "model"
+                    source[where] = "model"
+        elif _empty(mine) and not _empty(other) and shown(top, other):
+            data[top] = copy.deepcopy(other)
+            source[top] = "model"
     model = model_for(doc_type)
     disputed = [
         f
@@ -219,6 +233,8 @@ def merged(
         f"the model was asked for {asked}; its answer was used for "
         f"{', '.join(used) if used else 'nothing'}"
     )
+    if unseen:
+        notes.append(f"left empty, the model's value not being printed: {', '.join(unseen)}")
     notes.extend(n for n in answer.notes if n not in notes)
     extraction = make_extraction(
         doc_type,

@@ -1,0 +1,18 @@
+-- Token estimates: what admission reserved for an agent's tasks against what they used,
+-- for the correction in conveyor/llm/estimates.py.
+
+-- name: attempts_tokens_recent
+-- The latest finished, successful attempts of an agent that used tokens, with the payload
+-- fields the estimate was made from (the estimate is recomputed from them: the stored
+-- tasks.estimated_tokens may itself be corrected, and learning from it would compound).
+-- Newest first; served by task_attempts_window_idx (agent, finished_at).
+SELECT t.payload->'chars' AS chars, t.payload->'pages' AS pages,
+       a.input_tokens + a.output_tokens AS actual
+FROM task_attempts a
+JOIN tasks t ON t.id = a.task_id
+WHERE a.agent = %(agent)s
+  AND a.finished_at IS NOT NULL
+  AND a.status = 'succeeded'
+  AND a.input_tokens > 0
+ORDER BY a.finished_at DESC
+LIMIT %(limit)s;
