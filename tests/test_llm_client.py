@@ -385,3 +385,23 @@ async def test_a_field_that_does_not_validate_is_salvaged_not_the_whole_answer()
     assert partial.value == Point(x=3, label=None)
     assert partial.dropped == ["label"]
     assert partial.repaired == ["x: '3 Piece' -> 3"]
+
+
+@pytest.mark.parametrize("doc_type", ["invoice", "contract", "generic"])
+def test_the_document_schemas_go_out_without_escapes_converters_break_on(doc_type: str) -> None:
+    from conveyor.documents.types import json_schema
+
+    sent = json.dumps(formats.portable(json_schema(doc_type)))
+    assert "\\\\." not in sent and "\\\\d" not in sent
+    if doc_type == "invoice":
+        assert "([.][0-9]+)?" in sent  # the amounts' pattern, the same regex
+
+
+def test_portable_patterns_mean_the_same() -> None:
+    import re
+
+    for pattern in (r"^-?[0-9]+(\.[0-9]+)?$", r"^\d{4}-\d{2}$", r"^[\.x]\+$"):
+        rewritten = formats.portable_pattern(pattern)
+        for text in ("12.50", "12x50", "2026-11", ".+", "x+", "-3", "1.2.3"):
+            assert bool(re.match(pattern, text)) == bool(re.match(rewritten, text)), pattern
+    assert formats.portable_pattern(r"[\.x]") == r"[\.x]"  # inside a class: left alone
