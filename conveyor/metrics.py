@@ -18,13 +18,36 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from functools import cache
+from typing import Any, LiteralString
 
 from conveyor import queue
 from conveyor.db.pool import Connection
-from conveyor.sql import Queries
+from conveyor.sql import query
 
-Q = Queries("metrics")
+#: The fragments of sql/metrics.sql: a statement says `{name}` where one goes.
+FRAGMENTS = ("in_span", "created_in_range")
+
+
+@cache
+def statement(name: str) -> LiteralString:
+    """The statement `name` of sql/metrics.sql, each fragment it names put in its place
+    (the fragments' comment lines stay in the file)."""
+    text = query("metrics", name)
+    for fragment in FRAGMENTS:
+        body = query("metrics", fragment).splitlines()
+        text = text.replace("{" + fragment + "}", "\n".join(x for x in body if x[:2] != "--"))
+    return text
+
+
+class _Statements:
+    """Attribute access to them: `Q.series`."""
+
+    def __getattr__(self, name: str) -> LiteralString:
+        return statement(name)
+
+
+Q = _Statements()
 
 FINISHED = ("completed", "failed", "cancelled")
 LIVE = ("enqueued", "processing")

@@ -2,12 +2,29 @@
 -- rollups of finished tasks (migration 0006) plus the live tasks, which are few and sit in
 -- the partial indexes of the queue.
 --
--- Every query takes the same range parameters, computed by conveyor/metrics.py from the
--- request's since/until rounded out to whole hours: whole UTC days [%(d0)s, %(d1)s) are read
--- from the day rows (when %(days)s), the partial days at either end, [%(ha0)s, %(ha1)s) and
--- [%(hb0)s, %(hb1)s), from the hour rows; a NULL bound is open. The live part reads tasks
--- created in [%(h0)s, %(h1)s). Filters are NULL when not given. Grouping keys are chosen with
--- boolean parameters (GROUP BY CASE WHEN ... END), so the text never changes.
+-- Every query takes the same range parameters, computed by conveyor/metrics.py (Span) from
+-- the request's since/until rounded out to whole hours; the two fragments below say once
+-- what they select, and a statement names them where they go: {in_span} for the rollup rows
+-- of the range, {created_in_range} for the live tasks created in it. Filters are NULL when
+-- not given. Grouping keys are chosen with boolean parameters (GROUP BY CASE WHEN ... END),
+-- so the text never changes.
+
+-- name: in_span
+-- A fragment: the rows of a rollup table (task_rollups, task_histograms, ...) that make up
+-- the range. Whole UTC days [d0, d1) from the day rows, when `days` (a NULL bound is open);
+-- the partial days at either end, [ha0, ha1) and [hb0, hb1), from the hour rows (NULL
+-- bounds: none). Unqualified names: each statement that uses it reads one rollup table.
+((grain = 'd' AND %(days)s
+  AND (%(d0)s::timestamptz IS NULL OR period >= %(d0)s)
+  AND (%(d1)s::timestamptz IS NULL OR period < %(d1)s))
+ OR (grain = 'h' AND period >= %(ha0)s AND period < %(ha1)s)
+ OR (grain = 'h' AND period >= %(hb0)s AND period < %(hb1)s))
+
+-- name: created_in_range
+-- A fragment: tasks created in [h0, h1), the whole range rounded out to hours (a NULL bound
+-- is open). Unqualified: the tasks are the only relation of its statement with created_at.
+((%(h0)s::timestamptz IS NULL OR created_at >= %(h0)s)
+ AND (%(h1)s::timestamptz IS NULL OR created_at < %(h1)s))
 
 -- name: rollups_by_agent_status
 -- Finished tasks in the range: counts, usage and confidence per agent and status.
@@ -17,11 +34,7 @@ SELECT r.agent, r.status, sum(r.tasks)::bigint AS tasks, sum(r.attempts)::bigint
        sum(r.compute_usd) AS compute_usd, sum(r.confidence_sum) AS confidence_sum,
        sum(r.confidence_n)::bigint AS confidence_n
 FROM task_rollups r
-WHERE ((r.grain = 'd' AND %(days)s
-        AND (%(d0)s::timestamptz IS NULL OR r.period >= %(d0)s)
-        AND (%(d1)s::timestamptz IS NULL OR r.period < %(d1)s))
-       OR (r.grain = 'h' AND r.period >= %(ha0)s AND r.period < %(ha1)s)
-       OR (r.grain = 'h' AND r.period >= %(hb0)s AND r.period < %(hb1)s))
+WHERE {in_span}
   AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
   AND (%(status)s::text IS NULL OR r.status = %(status)s)
@@ -51,8 +64,7 @@ LEFT JOIN LATERAL (
     FROM task_attempts a
     WHERE a.task_id = t.id AND t.attempts > 0
 ) u ON true
-WHERE (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
-  AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
+WHERE {created_in_range}
   AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
   AND (%(status)s::text IS NULL OR t.status = %(status)s)
@@ -68,11 +80,7 @@ SELECT CASE WHEN %(by_agent)s THEN h.agent END AS agent,
        h.bucket, sum(h.tasks)::bigint AS tasks
 FROM task_histograms h
 WHERE h.kind = %(kind)s
-  AND ((h.grain = 'd' AND %(days)s
-        AND (%(d0)s::timestamptz IS NULL OR h.period >= %(d0)s)
-        AND (%(d1)s::timestamptz IS NULL OR h.period < %(d1)s))
-       OR (h.grain = 'h' AND h.period >= %(ha0)s AND h.period < %(ha1)s)
-       OR (h.grain = 'h' AND h.period >= %(hb0)s AND h.period < %(hb1)s))
+  AND {in_span}
   AND (%(agent)s::text IS NULL OR h.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR h.tenant = %(tenant)s)
   AND (%(status)s::text IS NULL OR h.status = %(status)s)
@@ -89,11 +97,7 @@ SELECT CASE WHEN %(by_agent)s THEN h.agent END AS agent,
        h.bucket, sum(h.tasks)::bigint AS tasks
 FROM task_histograms_by_agent h
 WHERE h.kind = %(kind)s
-  AND ((h.grain = 'd' AND %(days)s
-        AND (%(d0)s::timestamptz IS NULL OR h.period >= %(d0)s)
-        AND (%(d1)s::timestamptz IS NULL OR h.period < %(d1)s))
-       OR (h.grain = 'h' AND h.period >= %(ha0)s AND h.period < %(ha1)s)
-       OR (h.grain = 'h' AND h.period >= %(hb0)s AND h.period < %(hb1)s))
+  AND {in_span}
   AND (%(agent)s::text IS NULL OR h.agent = %(agent)s)
 GROUP BY 1, 2, 3, 4, 5
 HAVING sum(h.tasks) <> 0;
@@ -105,11 +109,7 @@ SELECT date_trunc(%(unit)s, r.period, 'UTC') AS t,
        coalesce(sum(r.tasks) FILTER (WHERE r.status = 'failed'), 0)::bigint AS failed,
        sum(r.llm_usd + r.compute_usd) AS cost_usd
 FROM task_rollups r
-WHERE ((r.grain = 'd' AND %(days)s
-        AND (%(d0)s::timestamptz IS NULL OR r.period >= %(d0)s)
-        AND (%(d1)s::timestamptz IS NULL OR r.period < %(d1)s))
-       OR (r.grain = 'h' AND r.period >= %(ha0)s AND r.period < %(ha1)s)
-       OR (r.grain = 'h' AND r.period >= %(hb0)s AND r.period < %(hb1)s))
+WHERE {in_span}
   AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
   AND (%(status)s::text IS NULL OR r.status = %(status)s)
@@ -126,11 +126,7 @@ SELECT CASE WHEN %(by_agent)s THEN r.agent END AS agent,
        sum(r.input_tokens)::bigint AS input_tokens, sum(r.output_tokens)::bigint AS output_tokens,
        sum(r.llm_usd) AS llm_usd, sum(r.compute_usd) AS compute_usd
 FROM task_rollups r
-WHERE ((r.grain = 'd' AND %(days)s
-        AND (%(d0)s::timestamptz IS NULL OR r.period >= %(d0)s)
-        AND (%(d1)s::timestamptz IS NULL OR r.period < %(d1)s))
-       OR (r.grain = 'h' AND r.period >= %(ha0)s AND r.period < %(ha1)s)
-       OR (r.grain = 'h' AND r.period >= %(hb0)s AND r.period < %(hb1)s))
+WHERE {in_span}
   AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
   AND (%(status)s::text IS NULL OR r.status = %(status)s)
@@ -160,8 +156,7 @@ LEFT JOIN LATERAL (
     FROM task_attempts a
     WHERE a.task_id = t.id AND t.attempts > 0
 ) u ON true
-WHERE (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
-  AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
+WHERE {created_in_range}
   AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
   AND (%(status)s::text IS NULL OR t.status = %(status)s)
@@ -194,8 +189,7 @@ WITH per_task AS (
         GROUP BY 1
     ) u
     WHERE t.attempts > 0
-      AND (%(h0)s::timestamptz IS NULL OR t.created_at >= %(h0)s)
-      AND (%(h1)s::timestamptz IS NULL OR t.created_at < %(h1)s)
+      AND {created_in_range}
       AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
       AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
       AND (%(status)s::text IS NULL OR t.status = %(status)s)
