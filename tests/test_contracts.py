@@ -475,3 +475,24 @@ def test_renewals_and_extensions_of_other_things_are_not_the_agreements() -> Non
     ):
         contract, fields = read(text)
         assert contract.renewal.auto_renew is None and fields["renewal.auto_renew"] < 0.9
+
+
+def test_a_law_named_by_its_adjective() -> None:
+    for text, law in (
+        ("This Agreement is governed by English law.", "England"),
+        ("Dieser Vertrag unterliegt deutschem Recht.", "Germany"),
+        ("Le présent contrat est régi par le droit français.", "France"),
+        ("This Agreement shall be governed by Klingon law.", None),
+    ):
+        assert read(text)[0].governing_law == law, text
+
+
+def test_a_date_right_after_effective_and_a_term_from_date_to_date() -> None:
+    contract, _ = read(
+        'This Supply Agreement is made between Acme Ltd ("Seller") and Globex Inc. '
+        '("Buyer"), effective January 1, 2020. This Agreement shall commence on January 1, '
+        "2020 and end on December 31, 2020. Invoices are due 30 days from the invoice date."
+    )
+    assert contract.effective_date == datetime.date(2020, 1, 1)
+    assert contract.term_months == 12
+    assert contract.payment_terms == "Net 30"

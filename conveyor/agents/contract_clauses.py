@@ -27,6 +27,18 @@ LIKELY = 0.9
 FAIR = 0.8
 UNKNOWN = 0.5
 
+# "English law", "deutsches Recht", "droit français": a country's law by its adjective.
+_NATIONAL_LAW = {
+    "english": "England", "scottish": "Scotland", "irish": "Ireland", "german": "Germany",
+    "french": "France", "swiss": "Switzerland", "dutch": "the Netherlands",
+    "italian": "Italy", "spanish": "Spain", "austrian": "Austria", "belgian": "Belgium",
+    "swedish": "Sweden", "danish": "Denmark", "norwegian": "Norway", "finnish": "Finland",
+    "polish": "Poland", "indian": "India", "chinese": "China", "japanese": "Japan",
+    "deutschem": "Germany", "deutschen": "Germany", "deutsches": "Germany",
+    "\u00f6sterreichischem": "Austria", "\u00f6sterreichischen": "Austria",
+    "schweizerischem": "Switzerland", "schweizerischen": "Switzerland",
+    "fran\u00e7ais": "France", "belge": "Belgium", "suisse": "Switzerland",
+}  # fmt: skip
 _LAW_CLAUSES = (
     re.compile(
         r"\b(?:governed|construed|interpreted|enforced|determined)\b[^.;]{0,90}?\b(?:by|under|"
@@ -41,8 +53,17 @@ _LAW_CLAUSES = (
     ),
     re.compile(r"\bThe\s+laws?\s+of\s+(?P<law>[^,.;]+?)\s+governs?\b"),
     re.compile(
+        r"\b(?:governed|construed|interpreted)\b[^.;]{0,60}?\b(?:by|under|with|to)\s+"
+        rf"(?P<law>{'|'.join(k.capitalize() for k in _NATIONAL_LAW)})\s+law\b"
+    ),
+    re.compile(
         r"\b(?:unterliegt|unterliegen)\s+(?:dem|den|ausschlie\u00dflich\s+dem)\s+"
         r"(?:materiellen\s+)?Recht(?:en)?\s+(?:des|der|von)\s+(?P<law>[^.;]{2,60})",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"\b(?:unterliegt|unterliegen|gilt)\s+(?:ausschlie\u00dflich\s+)?(?:dem\s+)?"
+        r"(?P<law>\w+)\s+Recht\b",
         re.IGNORECASE,
     ),
     re.compile(
@@ -57,9 +78,6 @@ _LAW_END = re.compile(
     r"unter\s+Ausschluss|\u00e0\s+l'exclusion|shall|will|\()",
     re.IGNORECASE,
 )
-# "deutschen Recht", "droit français": the law of a country named by its adjective.
-_NATIONAL_LAW = {"deutschen": "Germany", "deutsches": "Germany", "fran\u00e7ais": "France",
-                     "österreichischen": "Austria", "schweizerischen": "Switzerland"}  # fmt: skip
 _HEADING = re.compile(
     r"(?:Governing\s+Law|Choice\s+of\s+Law|Applicable\s+Law|Law\s+and\s+Jurisdiction|"
     r"Anwendbares\s+Recht|Rechtswahl|Droit\s+applicable|Loi\s+applicable)",
@@ -74,6 +92,13 @@ _PAYMENT = (
     (re.compile(rf"\bnet\s+{_DAYS}days\b", re.IGNORECASE), SURE),
     (re.compile(r"\bnet\s+(?P<num>\d{1,3})\b(?!\s*%)", re.IGNORECASE), LIKELY),
     (re.compile(r"\bpayable\s+(?P<num>\d{1,3})\s+days\s+net\b", re.IGNORECASE), SURE),
+    (
+        re.compile(
+            rf"\b(?:due|payable|paid)\s+{_DAYS}days?\s+(?P<rest>(?:from|after|following)\b[^.;]{{0,60}})",
+            re.IGNORECASE,
+        ),
+        LIKELY,
+    ),
     # days counted from something: an invoice must be what it is
     (re.compile(rf"\bwithin\s+{_DAYS}days?\b(?P<rest>[^.;]{{0,80}})", re.IGNORECASE), LIKELY),
     (

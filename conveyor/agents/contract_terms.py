@@ -50,6 +50,8 @@ _EFFECTIVE_CUES = (
         SURE,
     ),
     (re.compile(r"\bmade\s+and\s+effective\s+as\s+of\b", re.IGNORECASE), SURE),
+    # "effective January 1, 2020": a date right after the word
+    (re.compile(r"\beffective(?=\s+(?:[A-Z][a-z]{2,8}\.?\s+\d|\d))", re.IGNORECASE), SURE),
     (
         re.compile(
             r"\b(?:dated|made|entered\s+into|executed|concluded|signed|geschlossen|conclu)\b",
@@ -134,6 +136,7 @@ _ABOUT_THE_TERM = re.compile(
     r"Vertrag|contrat|Service\s+Period)\b",
     re.IGNORECASE,
 )
+_TERM_SUBJECT = re.compile(r"\bterm\b|\b(?:this|the)\s+Agreement\b", re.IGNORECASE)
 _TERM_ENDS = re.compile(
     r"\b(?:terminate|expire|end|continue\s+(?:in\s+effect\s+)?until|run\s+until|expiring)s?\s+"
     r"(?:on|at\s+the\s+close\s+of)?\s*",
@@ -310,7 +313,7 @@ def _term_to_date(text: ContractText, effective: datetime.date) -> tuple[int, fl
     """A term that ends on a date: its whole months from the effective date."""
     for match in _TERM_ENDS.finditer(text.flat):
         sentence = text.sentence_at(match.start())
-        if not re.search(r"\bterm\b", sentence, re.IGNORECASE) or _OTHER_PERIODS.search(sentence):
+        if not _TERM_SUBJECT.search(sentence) or _OTHER_PERIODS.search(sentence):
             continue
         ends = dates_in(text.flat[match.end() : match.end() + _DATE_WINDOW])
         end = ends[0].date if ends else None
