@@ -119,7 +119,7 @@ _PAYMENT = (
     ),
 )
 _PAYMENT_WORD = re.compile(r"\bdays?\b|\bnet\b|\bTagen\b|\bjours\b", re.IGNORECASE)
-_PAYING = re.compile(r"\bpa(?:y|id|ble|yment)|zahl|pai|r\u00e8glement", re.IGNORECASE)
+_PAYING = re.compile(r"\bpa(?:y|id|ble|yment)|\bdue\b|zahl|pai|r\u00e8glement", re.IGNORECASE)
 _INVOICE = re.compile(r"invoice|billing|bill\b|Rechnung|facture|factura|fattura", re.IGNORECASE)
 # Days counted from these are not payment terms of invoices.
 _NOT_INVOICE_DAYS = re.compile(
