@@ -185,10 +185,13 @@ def _statement_timeout() -> float:
 
 def _llm_settings() -> dict[str, Any]:
     """The model, cost and tracing settings (CONVEYOR_LLM_*, COMPUTE, TRACING, MLFLOW)."""
-    from conveyor.llm.pricing import PRICES_VARIABLE, parse_prices
+    from conveyor.model_prices import PRICES_VARIABLE, BadPrices, parse_prices
 
     prices = os.environ.get(PRICES_VARIABLE) or None
-    parse_prices(prices)  # refuse a bad value at start, not at the first attempt's end
+    try:
+        parse_prices(prices)  # refuse a bad value at start, not at the first attempt's end
+    except BadPrices as exc:
+        raise SettingsError(str(exc)) from None
     chunk = os.environ.get("CONVEYOR_LLM_CHUNK_TOKENS") or "6000"
     if not chunk.isascii() or not chunk.isdigit() or not 500 <= int(chunk) <= 2_000_000:
         raise SettingsError(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,3 +91,39 @@ def test_root_keeps_its_state_out_of_its_home_folder(monkeypatch: pytest.MonkeyP
         assert home == Path("/var/lib/conveyor")
     else:
         assert home == Path.home() / ".conveyor"
+
+
+def test_reading_the_settings_loads_no_llm_code() -> None:
+    """Settings check CONVEYOR_LLM_PRICES at start without importing conveyor.llm (the
+    layer below it): a fresh interpreter, with prices set, has read them and loaded none."""
+    code = (
+        "import sys; from conveyor.settings import Settings; s = Settings.from_env(); "
+        "print(bool(s.llm_prices), sorted(m for m in sys.modules if m.startswith('conveyor.llm')))"
+    )
+    prices = '{"m": {"input_per_mtok": 1, "output_per_mtok": 2}}'
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "CONVEYOR_LLM_PRICES": prices},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.split() == ["True", "[]"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "is not JSON"),
+        ("[]", "must be a JSON object"),
+        ('{"m": {"input_per_mtok": 1}}', "must be"),
+        ('{"m": {"input_per_mtok": -1, "output_per_mtok": 1}}', "must be a number >= 0"),
+    ],
+)
+def test_bad_llm_prices_are_a_settings_error(
+    monkeypatch: pytest.MonkeyPatch, text: str, message: str
+) -> None:
+    monkeypatch.setenv("CONVEYOR_LLM_PRICES", text)
+    with pytest.raises(SettingsError, match=message) as error:
+        Settings.from_env()
+    assert "CONVEYOR_LLM_PRICES" in str(error.value)

@@ -2,7 +2,7 @@
 
 Prices come from `genai-prices` (a maintained table of providers' published prices,
 bundled with the package, so no network is needed), except for the models given in
-CONVEYOR_LLM_PRICES, which win:
+CONVEYOR_LLM_PRICES, which win (their format: conveyor.model_prices):
 
     CONVEYOR_LLM_PRICES='{"my-model": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}}'
 
@@ -15,65 +15,21 @@ asked for, so a worker whose agents report no usage never pays for it.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 from conveyor.log import fields
-from conveyor.settings import SettingsError
+
+# The overrides' format lives below settings, which checks it at start; named here too, for
+# the pricer's callers.
+from conveyor.model_prices import PRICES_VARIABLE, Price, parse_prices
+
+__all__ = ["PRICES_VARIABLE", "Price", "Pricer", "parse_prices"]
 
 log = logging.getLogger(__name__)
-
-PRICES_VARIABLE = "CONVEYOR_LLM_PRICES"
-MTOK = Decimal(1_000_000)
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """US dollars per million input and output tokens."""
-
-    input_per_mtok: Decimal
-    output_per_mtok: Decimal
-
-    def cost(self, input_tokens: int, output_tokens: int) -> Decimal:
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / MTOK
-
-
-def parse_prices(text: str | None) -> dict[str, Price]:
-    """CONVEYOR_LLM_PRICES: a JSON object of model -> {input_per_mtok, output_per_mtok}."""
-    if text is None or not text.strip():
-        return {}
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(f"{PRICES_VARIABLE} is not JSON: {exc}") from None
-    if not isinstance(raw, dict):
-        raise SettingsError(f"{PRICES_VARIABLE} must be a JSON object of model -> prices")
-    prices = {}
-    for model, entry in raw.items():
-        prices[model] = _price(model, entry)
-    return prices
-
-
-def _price(model: str, entry: Any) -> Price:
-    keys = {"input_per_mtok", "output_per_mtok"}
-    if not isinstance(entry, dict) or set(entry) != keys:
-        raise SettingsError(
-            f"{PRICES_VARIABLE}[{model!r}] must be "
-            '{"input_per_mtok": <number>, "output_per_mtok": <number>}'
-        )
-    values = []
-    for key in sorted(keys):
-        value = entry[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise SettingsError(f"{PRICES_VARIABLE}[{model!r}].{key} must be a number >= 0")
-        values.append(Decimal(str(value)))
-    return Price(input_per_mtok=values[0], output_per_mtok=values[1])
 
 
 class Pricer:
