@@ -130,7 +130,7 @@ async def test_a_worker_stopping_writes_an_unstorable_outcome_before_it_exits(ap
     worker = Worker(app, concurrency=2)
     run = asyncio.create_task(worker.run())
     await asyncio.wait_for(worker.wait_started(), 10)
-    await wait_for(lambda: task_id in worker._running, what="the agent running")
+    await wait_for(lambda: task_id in worker.slots.running, what="the agent running")
     worker.stop()
     app.gate.set()  # type: ignore[attr-defined]
     await asyncio.wait_for(run, 20)
@@ -150,7 +150,7 @@ async def test_a_hostile_notify_does_not_deafen_the_worker(settings: Settings, c
 
     try:
         async with Running(Worker(app, concurrency=2)) as worker:
-            await wait_for(lambda: not worker._work_maybe, what="the first claim, empty")
+            await wait_for(lambda: not worker.exchange.work_maybe, what="the first claim, empty")
             for hostile in ('{"status": "completed", "ids": 5}', '{"status": "x", "ids": {}}'):
                 await conn.execute("SELECT pg_notify('conveyor', %s)", (hostile,))
             task_id = await app.enqueue_async("double", {"n": 2})

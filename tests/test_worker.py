@@ -143,7 +143,7 @@ async def test_cancelling_a_running_task_stops_its_agent(app: App) -> None:
     async with Running(Worker(app, concurrency=2)) as worker:
         await asyncio.wait_for(app.started.wait(), 10)  # type: ignore[attr-defined]
         await app.cancel_async(task_id)
-        await wait_for(lambda: not worker._running, what="the agent stopped")
+        await wait_for(lambda: not worker.slots.running, what="the agent stopped")
         await wait_for(lambda: not worker.held, what="the outcome written")
     task = await app.get_task_async(task_id)
     assert task.status == TaskStatus.CANCELLED
@@ -348,7 +348,7 @@ def test_the_default_prefetch_follows_the_tasks_length(
     app.agent("quick")(_quick)
     app.agent("slow")(_quick)
     worker = Worker(app, concurrency=16)
-    worker._task_seconds, worker._exchange_seconds = task_s, exchange_s
+    worker.timings.task_seconds, worker.timings.exchange_seconds = task_s, exchange_s
     assert worker.prefetch == expected
     assert Worker(app, concurrency=16, prefetch=3).prefetch == 3, "a set prefetch stays"
 
@@ -365,15 +365,15 @@ def test_agents_with_timed_budgets_are_looked_at_more_often(settings: Settings) 
     app.agent("quick")(_quick)
     app.agent("budget", max_tpm=1000, window_seconds=10)(_quick)
     app.agent("minute", max_rpm=60)(_quick)
-    assert Worker(app, agents=["quick"])._poll_interval() == 1.0
-    assert Worker(app, agents=["quick", "budget"])._poll_interval() == 0.25
-    assert Worker(app, agents=["minute"])._poll_interval() == 1.0, "60 s / 40 > 1 s"
+    assert Worker(app, agents=["quick"]).exchange.poll_interval() == 1.0
+    assert Worker(app, agents=["quick", "budget"]).exchange.poll_interval() == 0.25
+    assert Worker(app, agents=["minute"]).exchange.poll_interval() == 1.0, "60 s / 40 > 1 s"
     throttled = Worker(app, agents=["quick"])
-    throttled._timed.add("quick")  # as after a 429: it learns a budget over 60 s
-    assert throttled._poll_interval() == 1.0
+    throttled.exchange.timed.add("quick")  # as after a 429: it learns a budget over 60 s
+    assert throttled.exchange.poll_interval() == 1.0
     short = App(settings=settings)
     short.agent("tiny", max_tpm=10, window_seconds=1)(_quick)
-    assert Worker(short)._poll_interval() == 0.1, "ten times a second at most"
+    assert Worker(short).exchange.poll_interval() == 0.1, "ten times a second at most"
 
 
 def test_a_shrunk_prefetch_claims_nothing_rather_than_a_negative_count() -> None:

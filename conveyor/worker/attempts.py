@@ -1,0 +1,199 @@
+"""Running one claimed attempt through its agent's executor, to the outcome the exchange
+writes. Also what the worker does for executors (conveyor.executors.WorkerServices): the
+callback's address and secret, the run id."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from conveyor import executors, queue
+from conveyor.app import AgentSpec
+from conveyor.db.pool import TRANSIENT_ERRORS, Database
+from conveyor.executors import Attempt, Callback, CalledBack, Executor
+from conveyor.executors.signing import attempt_secret
+from conveyor.llm.pricing import Pricer
+from conveyor.log import fields
+from conveyor.queue import ClaimedTask, Outcome
+from conveyor.settings import Settings
+from conveyor.task import Task
+from conveyor.worker import outcomes
+from conveyor.worker.prefetch import Timings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Run:
+    """An attempt running, and why it was stopped, if it was."""
+
+    attempt: int
+    task: asyncio.Task[None] | None = None
+    reason: str | None = None  # "shutdown", "cancelled", "taken"
+
+    def stop(self, reason: str) -> None:
+        if self.reason is None and self.task is not None:
+            self.reason = reason
+            self.task.cancel()
+
+
+def executor_for(spec: AgentSpec, threads: ThreadPoolExecutor) -> Executor:
+    """Where the attempts of this agent run: what app.external() was given, else the
+    worker's loop (async def) or its threads (plain def)."""
+    if spec.dispatcher is not None:
+        return executors.as_executor(spec.dispatcher)
+    assert spec.fn is not None
+    if spec.is_async:
+        return executors.AsyncExecutor(spec.fn)
+    return executors.ThreadExecutor(spec.fn, threads)
+
+
+class Attempts:
+    """Runs attempts for a worker and turns how each ended into its Outcome."""
+
+    def __init__(
+        self,
+        specs: dict[str, AgentSpec],
+        settings: Settings,
+        threads: ThreadPoolExecutor,
+        timings: Timings,
+        pricer: Pricer,
+    ) -> None:
+        self.specs = specs
+        self.public_url = settings.public_url
+        self.threads = threads
+        self.timings = timings
+        self.pricer = pricer
+        self.executors = {name: executor_for(spec, threads) for name, spec in specs.items()}
+        # The rates the App registers (see AgentSpec.registration), sent with outcomes.
+        self.compute_rates = {
+            name: spec.registration(settings.compute_usd_per_hour).compute_usd_per_hour
+            for name, spec in specs.items()
+        }
+        self.db: Database | None = None  # set when the worker has connected
+        # Attempts running, by task id: done when the database says one ended without us.
+        self._ended_elsewhere: dict[int, asyncio.Future[None]] = {}
+        self._callback_key: str | None = None
+
+    async def run(self, claimed: ClaimedTask, waited: float, run: Run) -> Outcome | None:
+        """Run the attempt to its end; its outcome, or None if a callback wrote it."""
+        spec = self.specs[claimed.agent]
+        task = Task(
+            id=claimed.id,
+            agent=claimed.agent,
+            payload=claimed.payload,
+            attempt=claimed.attempt,
+            max_attempts=claimed.max_attempts,
+            priority=claimed.priority,
+            created_at=claimed.created_at,
+            tenant=claimed.tenant,
+            labels=claimed.labels,
+            estimated_tokens=claimed.estimated_tokens,
+        )
+        ended_elsewhere: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._ended_elsewhere[claimed.id] = ended_elsewhere
+        attempt = Attempt(
+            task=task,
+            attempt_id=claimed.attempt_id,
+            ended_elsewhere=ended_elsewhere,
+            worker=self,
+            compute_usd_per_hour=self.compute_rates.get(claimed.agent),
+        )
+        result: str | None = None
+        retry_delay: float | None = None
+        began = time.monotonic()
+        try:
+            try:
+                ended = await self.executors[claimed.agent].run(attempt)
+            finally:
+                await self._load_prices(task)
+            if isinstance(ended, CalledBack):
+                return None
+            result = outcomes.result_json(ended.value)
+            kind, error = "succeeded", None
+        except asyncio.CancelledError:
+            kind, error = outcomes.stopped(run.reason)
+        except Exception as exc:
+            kind, error, retry_delay = outcomes.failure(exc, spec, claimed.charged_attempts)
+        finally:
+            self.timings.ran(claimed.agent, time.monotonic() - began)
+            if self._ended_elsewhere.get(claimed.id) is ended_elsewhere:
+                del self._ended_elsewhere[claimed.id]
+        usage = task.usage
+        return self.outcome(
+            claimed,
+            kind,
+            result=result,
+            error=error,
+            retry_delay=retry_delay,
+            model=usage.model,
+            input_tokens=usage.input_tokens if usage.calls else None,
+            output_tokens=usage.output_tokens if usage.calls else None,
+            started_after=waited,
+            trace_id=task.trace_id,
+            llm_cost_usd=self.pricer.attempt_cost(
+                {m: (i, o) for m, (i, o) in usage.by_model.items()}
+            ),
+            compute_usd_per_hour=attempt.compute_usd_per_hour,
+        )
+
+    def outcome(self, claimed: ClaimedTask, kind: str, **values: Any) -> Outcome:
+        values.setdefault("compute_usd_per_hour", self.compute_rates.get(claimed.agent))
+        return Outcome(
+            task_id=claimed.id,
+            attempt=claimed.attempt,
+            outcome=kind,
+            agent=claimed.agent,
+            **values,
+        )
+
+    async def _load_prices(self, task: Task) -> None:
+        """The first attempt that spent tokens loads the price table, off the loop."""
+        if self.pricer.needs_loading(task.usage.by_model):
+            await asyncio.get_running_loop().run_in_executor(self.threads, self.pricer.load)
+
+    def ended_elsewhere(self, task_id: int) -> None:
+        """The database says the task's attempt ended without us (a callback)."""
+        future = self._ended_elsewhere.get(task_id)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    async def close(self) -> None:
+        for name, executor in self.executors.items():
+            try:
+                await executor.close()
+            except Exception as exc:
+                log.error(
+                    "an executor failed to close",
+                    exc_info=exc,
+                    extra=fields(agent=name, error=outcomes.line(exc)),
+                )
+
+    # -----------------------------------------------------------------------------------
+    # What the worker does for executors (conveyor.executors.WorkerServices)
+
+    async def callback(self, attempt_id: int) -> Callback:
+        """Where an external job of this attempt calls back, and with which secret."""
+        assert self.db is not None
+        if self._callback_key is None:
+            async with self.db.connection() as conn:
+                self._callback_key = await queue.callback_key(conn)
+        return Callback(
+            url=f"{self.public_url.rstrip('/')}/api/callbacks/{attempt_id}",
+            secret=attempt_secret(self._callback_key, attempt_id),
+        )
+
+    async def record_run_id(self, attempt_id: int, run_id: str) -> None:
+        assert self.db is not None
+        try:
+            async with self.db.connection() as conn:
+                await queue.set_run_id(conn, attempt_id, run_id)
+        except TRANSIENT_ERRORS as exc:
+            log.warning(
+                "could not record a job's run id",
+                extra=fields(attempt_id=attempt_id, run_id=run_id, error=str(exc)),
+            )
