@@ -654,7 +654,8 @@ def test_shipping_and_a_discount_between_the_net_and_the_total() -> None:
         ]
     )["data"]
     assert isinstance(data, dict)
-    assert (data["subtotal"], data["tax"], data["total"]) == ("300.00", "19.60", "314.60")
+    # The net is the total without VAT (EN 16931 BT-109): 300.00 - 30.00 + 25.00.
+    assert (data["subtotal"], data["tax"], data["total"]) == ("295.00", "19.60", "314.60")
 
 
 def test_more_sum_labels() -> None:
@@ -727,3 +728,68 @@ def test_a_row_that_does_not_multiply_out_keeps_its_quantity_and_price_columns()
         Decimal(330),
     )
     assert row.confidence < 0.9  # as printed, not multiplied out
+
+
+def test_polish_and_finnish_labels_a_spaced_series_number_and_a_reference() -> None:
+    from conveyor.agents.invoice_fields import _token
+    from conveyor.agents.invoice_labels import party_heading
+
+    assert _token("FV 7/2021") == "FV 7/2021" and _token("A-17 vom 1.2.2026") == "A-17"
+    for text, kind in {
+        "Faktura nr": "number",
+        "Data wystawienia:": "issue",
+        "Termin płatności:": "due",
+        "Data sprzedaży:": "-date",
+        "Laskun nro:": "number",
+        "Eräpäivä:": "due",
+        "Reference:": "reference",
+    }.items():
+        found = field_label(text)
+        assert found is not None and found[0] == kind, text
+    for text, kind in {"Do zapłaty": "due", "Kwota VAT": "tax", "Zapłacono": "-sum"}.items():
+        found = sum_label(text)
+        assert found is not None and found[0] == kind, text
+    assert party_heading("Sprzedawca") == ("seller", 10)
+    assert party_heading("Nabywca") == ("buyer", 7)
+
+
+def test_a_reference_is_the_number_only_when_none_is_labelled() -> None:
+    base: Draw = [(40, 40, "Studio Gris SARL", 14), (380, 200, "Total"), (480, 200, "90.00 EUR")]
+    data = read([*base, (40, 100, "Reference:"), (130, 100, "MG2022-7")])["data"]
+    assert isinstance(data, dict) and data["number"] == "MG2022-7"
+    labelled: Draw = [(40, 100, "Reference:"), (130, 100, "MG2022-7"), (40, 120, "Invoice No. 55")]
+    data = read([*base, *labelled])["data"]
+    assert isinstance(data, dict) and data["number"] == "55"
+
+
+def test_a_row_of_sum_labels_over_a_row_of_values_and_a_gross_column_after_the_net() -> None:
+    # Drawn without the Polish letters Helvetica lacks; labels are matched folded anyway.
+    data = read(
+        [
+            (40, 40, "Simple App Sp. z o.o.", 14),
+            (40, 90, "Faktura nr FV 7/2021"),
+            (40, 140, "Lp."),
+            (70, 140, "Nazwa"),
+            (260, 140, "Ilosc"),
+            (310, 140, "Cena netto"),
+            (400, 140, "Wartosc netto"),
+            (490, 140, "Wartosc brutto"),
+            (40, 156, "1"),
+            (70, 156, "Prace programistyczne"),
+            (260, 156, "1"),
+            (310, 156, "1 000,00"),
+            (400, 156, "1 000,00"),
+            (490, 156, "1 230,00"),
+            (300, 200, "Wartosc netto"),
+            (400, 200, "Kwota VAT"),
+            (490, 200, "Wartosc brutto"),
+            (300, 214, "1 000,00"),
+            (400, 214, "230,00"),
+            (490, 214, "1 230,00"),
+        ]
+    )["data"]
+    assert isinstance(data, dict)
+    assert data["number"] == "FV 7/2021"
+    assert (data["subtotal"], data["tax"], data["total"]) == ("1000.00", "230.00", "1230.00")
+    (item,) = data["line_items"]
+    assert (item["quantity"], item["unit_price"], item["amount"]) == ("1", "1000.00", "1000.00")

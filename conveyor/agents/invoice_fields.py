@@ -25,6 +25,8 @@ WEAK = 0.75
 GUESS = 0.6
 
 _NUMBER = re.compile(r"^#?\s*(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d)$", re.IGNORECASE)
+# A number's series prefix printed apart from it: two to four capitals.
+_SERIES = re.compile(r"^[A-Z]{2,4}$")
 _DATE_WORD = re.compile(r"^(?:vom|du|of|dated|del|van|from|le|dd\.?|den|am)$", re.IGNORECASE)
 _CODE = re.compile(r"^\(\d{2,3}\)$")
 _CURRENCY_LABEL = re.compile(r"^(?:rechnungs)?wahrung|^currency|^devise|^valuta|^moneda")
@@ -49,10 +51,12 @@ def _token(text: str) -> str | None:
     if not words:
         return None
     word = words[0].strip(",;:")
-    match = _NUMBER.match(word)
+    if _SERIES.match(word) and len(words) > 1 and any(c.isdigit() for c in words[1]):
+        word = f"{word} {words[1].strip(',;:')}"  # "FV 7/2021", "RE 2024-17": a series
+    match = _NUMBER.match(word.replace(" ", "")) if " " in word else _NUMBER.match(word)
     if not match or (dates_in(word) and not marked) or len(word) > 40:
         return None
-    return match.group("n")
+    return word if " " in word else match.group("n")
 
 
 def title_number(text: str) -> tuple[str | None, str]:
@@ -92,7 +96,7 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                 if number:
                     found.append(Candidate(number, LIKELY, i))
     if not found:
-        found += _hashed_numbers(sheet)
+        found += _hashed_numbers(sheet) or _referenced(sheet)
     return sorted(found, key=lambda cand: (-cand.confidence, cand.line))
 
 
@@ -114,6 +118,19 @@ def _hashed_numbers(sheet: Sheet) -> list[Candidate]:
             label = field_label(cell.text)
             if match and not (label and label[0].startswith("-")):
                 return [Candidate(match.group("n"), WEAK, i)]
+    return []
+
+
+def _referenced(sheet: Sheet) -> list[Candidate]:
+    """With no number labelled and none marked '#': the value of a "Reference" label."""
+    for i, line in enumerate(sheet.lines):
+        for c, cell in enumerate(line.cells):
+            label = field_label(cell.text)
+            if label and label[0] == "reference":
+                for spot in sheet.values_of(i, c, label[1], below=1):
+                    number = _token(spot.text)
+                    if number:
+                        return [Candidate(number, WEAK, i)]
     return []
 
 
@@ -168,7 +185,10 @@ def dates(
             elif c == 0 and TITLE.match(fold(cell.text)):
                 number, rest = title_number(line.text)
                 words = rest.split()
-                if number and words and _DATE_WORD.match(words[0]):
+                if number and words and dates_in(words[0]) and _short(rest):
+                    # "INVOICE NO. 98765432 1/1/2000": a date straight after the number.
+                    issue.append((dates_in(words[0])[0], FAIR, i))
+                elif number and words and _DATE_WORD.match(words[0]):
                     after = " ".join(words[1:])
                     if not after.strip() and i + 1 < len(sheet.lines):
                         after = sheet.lines[i + 1].text  # the date wrapped to the next line

@@ -13,8 +13,13 @@ import re
 import unicodedata
 from functools import lru_cache
 
+# Letters with a stroke do not decompose into a base letter and an accent.
+_STROKED = {"ł": "l", "Ł": "l", "ø": "o", "Ø": "o", "đ": "d", "Đ": "d", "\u0131": "i"}
+
 
 def _fold_char(char: str) -> str:
+    if char in _STROKED:
+        return _STROKED[char]
     base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
     return (base[:1] or char).lower()[:1] or char
 
@@ -48,8 +53,12 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"factura\s*(?:n°|nº|no|numero|num)\.?",
         r"(?:numero|n\.)\s*(?:della\s+)?fattura",
         r"fattura\s*(?:n°|nº|n\.|no|numero|num)\.?",
+        r"faktura\s*(?:nr|no|numer|c|cislo)\.?",
+        r"laskun?\s*(?:nro|numero)\.?",
     ],
     "weak_number": [r"(?:nr|no|nummer|number|numero|n°|nº)\.?"],
+    # Read only when no number is labelled: "Reference: MG2022" on an invoice is its number.
+    "reference": [r"reference", r"referencia", r"referenz", r"riferimento", r"referentie"],
     "issue": [
         r"invoice\s*date",
         r"date\s*of\s*(?:issue|invoice)",
@@ -71,6 +80,9 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"data\s*(?:della\s*)?fattura",
         r"data\s*(?:di\s*)?emissione",
         r"datum\s*(?:vydani|vystaveni)",
+        r"data\s*wystawienia",
+        r"laskun\s*paivamaara",
+        r"paivamaara",
     ],
     "date": [r"date", r"datum", r"fecha", r"data", r"dated"],
     "due": [
@@ -83,6 +95,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"zahlbar\s*bis",
         r"pay(?:ment|able)?\s*until",
         r"datum\s*splatnosti",
+        r"termin\s*platnosci",
+        r"erapaiva",
         r"splatnost",
         r"zahlungsziel",
         r"date\s*d'?\s*echeance",
@@ -104,6 +118,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"data\s*(?:di\s*)?(?:consegna|ordine)",
         r"period\w*",
         r"abrechnungszeitraum",
+        r"data\s*sprzedazy",
     ],
     "-number": [
         r"(?:customer|client|account|order|po|purchase\s*order|delivery|tax|vat|contract)"
@@ -142,6 +157,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"taxable\s*(?:amount|value|total)",
         r"(?:amount|total)\s*before\s*tax(?:es)?",
         r"cena\s*bez\s*dane",
+        r"(?:razem\s*)?netto",
+        r"veroton(?:\s*yhteensa)?",
         r"zaklad\s*dane",
     ],
     "lines": [
@@ -172,6 +189,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"imposta",
         r"(?:total\s*(?:de\s*)?)?impuestos?",
         r"dph",
+        r"kwota\s*vat",
+        r"alv(?:\s*(?:yhteensa|e))?",
     ],
     "gross": [
         r"grand\s*total",
@@ -196,6 +215,10 @@ SUM_LABELS: dict[str, list[str]] = {
         r"total\s*(?:de\s*(?:la\s*)?)?factura",
         r"totale(?:\s*(?:fattura|documento|complessivo))?",
         r"celkem(?:\s*k\s*uhrade)?",
+        r"razem(?:\s*brutto)?",
+        r"(?:wartosc\s*)?brutto",
+        r"verollinen(?:\s*yhteensa)?",
+        r"yhteensa",
     ],
     "due": [
         r"amount\s*due",
@@ -215,6 +238,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"te\s*betalen(?:\s*bedrag)?",
         r"importe\s*a\s*pagar",
         r"(?:totale\s*)?da\s*pagare",
+        r"do\s*zaplaty",
+        r"maksettava(?:\s*yhteensa)?",
     ],
     # Charges and discounts between the net and the total: net + tax + charges -
     # discounts = gross.
@@ -262,6 +287,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:previous|prior)\s*balance",
         r"skonto",
         r"total\s*hours",
+        r"zaplacono|zaplaceno|maksettu",
         # What a till receipt prints after its total: how it was paid, and the change.
         r"change(?:\s*due)?",
         r"cash(?:\s*tendered)?",
@@ -293,6 +319,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"prestataire",
         r"emittente",
         r"prodejce",
+        r"sprzedawca",
+        r"myyja",
         r"dodavatel",
         r"fournisseur",
         r"vendeur",
@@ -324,6 +352,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"empfanger",
         r"kupujici",
         r"odberatel",
+        r"nabywca",
+        r"ostaja",
         r"kaufer(?:\s*/\s*leistungsempfanger)?",
         r"rechnungsempfanger",
         r"leistungsempfanger",
@@ -392,6 +422,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"prodotto",
         r"activity",
         r"polozka",
+        r"nazwa",
+        r"tuote(?:\s*/\s*palvelu)?",
         r"text",
     ],
     "quantity": [
@@ -410,6 +442,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"hours",
         r"hrs\.?",
         r"pocet",
+        r"ilosc",
+        r"maara",
     ],
     "price": [
         r"unit\s*price",
@@ -429,6 +463,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"unit\s*cost",
         r"unitaire",
         r"cena\s*za\s*(?:polozku|jednotku|mj)",
+        r"cena\s*(?:netto|jedn\.?)",
+        r"a\s*-?\s*hinta",
     ],
     "amount": [
         r"amount",
@@ -449,8 +485,12 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"net\s*amount",
         r"ext\.?\s*price",
         r"celkem(?:\s*bez\s*dane)?",
+        r"wartosc\s*netto",
+        r"veroton(?:\s*[a-z€]{1,3})?",
     ],
     "rate": [
+        r"alv\s*-?\s*%?",
+        r"stawka(?:\s*vat)?",
         r"ust\.?",
         r"mwst\.?",
         r"steuersatz",
@@ -460,6 +500,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"btw",
         r"iva",
     ],
+    "unit": [r"jedn\.?", r"einheit", r"eenheid", r"unidad", r"unita", r"unite", r"mj"],
     "discount": [r"rem\.?", r"remise", r"disc\.?", r"discount", r"rabatt", r"korting", r"sconto"],
 }
 
@@ -474,7 +515,7 @@ TABLE_END = re.compile(
 
 # Invoice titles: the word, alone or ending a compound ("Handelsrechnung").
 TITLE = re.compile(
-    r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|faktura|fatura|"
+    r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|faktura|fatura|lasku|"
     r"credit\s*note|gutschrift|avoir|creditnota|nota\s*de\s*credito)" + _END
 )
 

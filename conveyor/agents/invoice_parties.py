@@ -229,6 +229,7 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
     height = sheet.page_height(first_page)
     every = " ".join(fold(line.text) for line in sheet.lines)
     best: tuple[float, str] | None = None
+    best_at: tuple[int, Cell] | None = None
     address: str | None = None
     for i, line in enumerate(sheet.lines):
         if line.page != first_page:
@@ -269,14 +270,36 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
             if c > 0 and not legal:
                 score -= 1.0
             if best is None or score > best[0]:
-                best = (score, name)
+                best, best_at = (score, name), (i, cell)
                 # A sender line's other parts are the seller's address.
                 rest = segments[1:] if len(segments) >= 2 else []
                 address = ", ".join(rest) if any(_POSTCODE.search(r) for r in rest) else None
     if best is None or best[0] < 1.5:
         return Party(best[1] if best else None, GUESS if best else 0.0)
     confidence = LIKELY if best[0] >= 4.5 else FAIR if best[0] >= 3.5 else WEAK
-    return Party(best[1], confidence, address)
+    name = best[1]
+    if best_at is not None and not LEGAL_FORM.search(name):
+        name = f"{name} {_wrapped(sheet, *best_at)}".strip()
+    return Party(name, confidence, address)
+
+
+def _wrapped(sheet: Sheet, index: int, cell: Cell) -> str:
+    """The rest of a letterhead name set on two lines ("House of" over "Hoverboards"):
+    the next line, in the same column and type size, with words only."""
+    if index + 1 >= len(sheet.lines):
+        return ""
+    line, below = sheet.lines[index], sheet.lines[index + 1]
+    under = [c for c in below.cells if abs(c.x0 - cell.x0) < 6]
+    if not under or below.page != line.page or below.height < 0.8 * line.height:
+        return ""
+    text = under[0].text.strip()
+    if below.y0 - line.y1 > line.height or any(ch.isdigit() for ch in text):
+        return ""
+    if _LABELLED.match(text) or _CONTACT.search(text) or TITLE.match(fold(text)):
+        return ""
+    if field_label(text) or sum_label(text) or party_heading(text) or len(text) > 40:
+        return ""
+    return text
 
 
 def buyer_by_evidence(
@@ -329,6 +352,8 @@ def buyer_by_address(sheet: Sheet, vendor: str | None) -> Party:
             text = cell.text.strip()
             if cell in sellers_block or seller in fold(text) or _CARE_OF.match(fold(text)):
                 continue
+            if fold(text) in seller:  # a line of the seller's name set on two
+                continue
             if _LABELLED.match(text) or _CONTACT.search(text):
                 continue
             if TITLE.match(fold(text)) or field_label(text) or sum_label(text):
@@ -356,15 +381,16 @@ def _seller_block(sheet: Sheet, seller: str, page: int) -> set[Cell]:
         top = next((c for c in line.cells if fold(c.text).strip() == seller), None)
         if top is None:
             continue
-        bottom = line.y1
+        bottom, height = line.y1, line.height
         for other in sheet.lines[i + 1 : i + 8]:
-            if other.page != page or other.y0 - bottom > 1.8 * max(line.height, 6.0):
+            # Lines of one block follow each other closely: the gap is less than a line.
+            if other.page != page or other.y0 - bottom > min(height, other.height) + 2:
                 break
             under = [c for c in other.cells if abs(c.x0 - top.x0) < 12]
             if not under:
                 break
             block.update(under)
-            bottom = other.y1
+            bottom, height = other.y1, other.height
         break
     return block
 

@@ -72,7 +72,9 @@ def candidates(sheet: Sheet) -> list[Amount]:
                 values.append((right[0], 1.0 if len(right) == 1 else 0.8))
                 if len(right) > 1:
                     values.append((right[-1], 0.8))
-            if not values and c == len(cells) - 1:
+            # The last label of its line, or a row of labels over a row of values
+            # ("Wartość netto | Kwota VAT | Wartość brutto"): the value is below it.
+            if not values and (c == len(cells) - 1 or sum_label(cells[c + 1].text)):
                 for spot in sheet.below(i, cell, 1):
                     value = sheet.amount(spot.text)
                     if isinstance(value, Decimal):
@@ -114,7 +116,7 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     # Shipping and the like add to the net, a discount takes from it, before the total.
     between = {_one_per_line(amounts, "charge") - _one_per_line(amounts, "discount")}
     between |= {Decimal(0)}
-    best: tuple[float, Amount, Amount, Amount, bool] | None = None
+    best: tuple[float, Amount, Amount, Amount, bool, Decimal] | None = None
     for net, tax, gross, extra in product(
         [*_unique(nets), none], [*_unique(taxes), none], [*_unique(grosses), none], between
     ):
@@ -133,10 +135,10 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         if gross is not none and tax is not none and tax.value > gross.value:
             score -= 2.0
         if best is None or score > best[0]:
-            best = (score, net, tax, gross, agree)
+            best = (score, net, tax, gross, agree, extra)
     if best is None:
         return Sums(None, None, None, {"subtotal": 0.0, "tax": 0.0, "total": 0.0})
-    _, net, tax, gross, agree = best
+    _, net, tax, gross, agree, extra = best
     conf: dict[str, float] = {}
     result = Sums(
         net.value if net is not none else None,
@@ -159,6 +161,11 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
             conf[name] = WEAK if not rivals else GUESS
     if result.tax is None and agree:
         conf["tax"] = LIKELY  # nothing is missing from the total: no tax is charged
+    if agree and extra and result.net is not None:
+        # The net is the invoice's total without VAT (EN 16931 BT-109): its charges
+        # added, its discounts taken off, as the total has them.
+        result.net += extra
+        conf["subtotal"] = min(conf["subtotal"], FAIR)
     if result.net is None and result.gross is not None and result.tax is not None:
         result.net = result.gross - result.tax  # printed nowhere, implied by the sums
         conf["subtotal"] = min(conf["total"], conf["tax"], FAIR)
@@ -166,9 +173,10 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         result.net is None
         and result.gross is not None
         and result.tax is None
-        and lines_total == result.gross
+        and lines_total is not None
+        and any(lines_total + more == result.gross for more in between)
     ):
-        result.net = result.gross
+        result.net = result.gross  # no tax: the items (and charges) are the total
         conf["subtotal"] = FAIR
     return result
 

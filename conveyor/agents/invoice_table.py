@@ -209,19 +209,22 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
     # Every (quantity, price, amount) in the row's order; the amount is the last of them.
     values = [n[0] for n in numbers]
     fits: list[tuple[int, int, int, Decimal | None]] = []
-    a = len(values) - 1
-    for p in range(a - 1, -1, -1):
-        for q in range(a):
-            if q == p or values[q] == 0:
-                continue
-            quantity, price, amount = values[q], values[p], values[a]
-            if _close(quantity * price, amount):
-                fits.append((q, p, a, None))
-            for rate in discounts:
-                if _close(quantity * price * (1 - rate / 100), amount):
-                    fits.append((q, p, a, rate))
+    under = _under_amount(numbers, header)
+    # The amount is the last number, or the one under the amount header when a gross
+    # column follows it ("Wartość netto | Wartość brutto").
+    for a in dict.fromkeys([len(values) - 1, *([under] if under is not None else [])]):
+        for p in range(a - 1, -1, -1):
+            for q in range(a):
+                if q == p or values[q] == 0:
+                    continue
+                quantity, price, amount = values[q], values[p], values[a]
+                if _close(quantity * price, amount):
+                    fits.append((q, p, a, None))
+                for rate in discounts:
+                    if _close(quantity * price * (1 - rate / 100), amount):
+                        fits.append((q, p, a, rate))
     if fits:
-        q, p, a, d = max(fits, key=lambda fit: _fit_score(fit, numbers, header))
+        q, p, a, d = max(fits, key=lambda fit: (*_fit_score(fit, numbers, header), fit[2]))
         unit = values[p]
         if d is not None:
             unit = (unit * (1 - d / 100)).quantize(CENT, ROUND_HALF_UP)
@@ -229,7 +232,7 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
         return Row(item, SURE if d is None else LIKELY, description)
     amount_x = header.x_of("amount")
     if numbers and description:
-        last = numbers[-1]
+        last = numbers[under] if under is not None else numbers[-1]
         if amount_x is not None and last[1].x1 >= amount_x - 10:
             # No reading multiplies out: the numbers under the quantity and price headers.
             count = next((n[0] for n in numbers[:-1] if n[2]), None)
@@ -260,6 +263,14 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
                 description,
                 complete=False,
             )
+    return None
+
+
+def _under_amount(numbers: list[tuple[Decimal, Cell, bool]], header: Header) -> int | None:
+    """The index of the row's number under the amount header, if one is."""
+    for k, (_, cell, _) in enumerate(numbers):
+        if header.column_of(cell) == "amount":
+            return k
     return None
 
 
