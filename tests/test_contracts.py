@@ -496,3 +496,33 @@ def test_a_date_right_after_effective_and_a_term_from_date_to_date() -> None:
     assert contract.effective_date == datetime.date(2020, 1, 1)
     assert contract.term_months == 12
     assert contract.payment_terms == "Net 30"
+
+
+def test_what_the_second_held_out_round_taught() -> None:
+    # "made by" the parties; a law whose "state" is not capitalised; single quotes
+    contract, _ = read(
+        "MAINTENANCE AGREEMENT (this \u201cAgreement\u201d), dated as of July 23, 2003, made by "
+        "Universal Access, Inc., a corporation organized and existing under the laws of the "
+        "State of Delaware (the \u201cCompany\u201d), and CityNet Telecommunications, Inc., a "
+        "corporation organized and existing under the laws of the State of Delaware (the "
+        "'Provider'). WITNESSETH: WHEREAS, the parties agree. All questions of this "
+        "Agreement shall be governed by the laws of the state of New York."
+    )
+    assert names_and_roles(contract) == [
+        ("Universal Access, Inc.", "Company"),
+        ("CityNet Telecommunications, Inc.", "Provider"),
+    ]
+    assert contract.governing_law == "state of New York"
+    # a party the preamble does not name is not named after its placeholder
+    contract, _ = read(
+        'This "Agency" Agreement is made as of March 29, 1999, by and between Biopure '
+        'Corporation, a Delaware corporation (the "Company") and the Agent named on the '
+        'signature page hereof (the "Agent"). WHEREAS, the Company makes products.'
+    )
+    assert all("signature" not in (p.name or "") for p in contract.parties)
+    # "the sooner of six (6) months ... or replacement": six months at most
+    contract, _ = read(
+        "7.1. Term. The initial term of this Agreement shall be the sooner of six (6) months "
+        "from the Effective Date, or replacement of this Agreement with a subsequent one."
+    )
+    assert contract.term_months == 6

@@ -161,8 +161,11 @@ def _jurisdiction(text: str) -> str | None:
         return _NATIONAL_LAW[first.casefold()]
     law = _LAW_END.split(text, maxsplit=1)[0].strip()
     law = re.sub(r"^(?:the|der|des|la|le|l')\s+", "", law, flags=re.IGNORECASE).strip()
-    # A proper name: "the State of New York", "India"; not "any jurisdiction", "its state".
-    if not law or not re.match(r"[A-Z]", law) or len(law.split()) > 8:
+    # A proper name: "the State of New York", "India", "the state of New York"; not "any
+    # jurisdiction", "its state".
+    if not law or len(law.split()) > 8:
+        return None
+    if not re.match(r"[A-Z]|(?:state|commonwealth)\s+of\s+[A-Z]", law):
         return None
     return law
 

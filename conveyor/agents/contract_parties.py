@@ -37,14 +37,19 @@ LOOSE = 0.7
 RECURS = 0.1
 
 _CUE = re.compile(
-    r"\b(?:by\s+and\s+between|by\s+and\s+among|between|among|entered\s+into\s+by(?!\s+and\b)|"
+    r"\b(?:by\s+and\s+between|by\s+and\s+among|between|among|"
+    r"(?:entered\s+into|made)\s+by(?!\s+and\b)|"
     r"zwischen|entre(?:\s+les\s+soussign\u00e9s)?)\b\s*:?\s*",
     re.IGNORECASE,
 )
 # A defined term: ("Supplier"), (the "Company"), (hereinafter, the "Consultant"),
 # (the SUPPLIER), hereinafter referred to as "DGT", hereinafter referred to as Cremer.
 _TERM_IN_PARENS = re.compile(r"\((?P<body>[^()]{0,160})\)")
-_QUOTED = re.compile(r'"(?:the\s+)?(?P<term>[^"]{1,40}?)"', re.IGNORECASE)
+# Double quotes, or single ones ('Distributor') where a quote opens the term.
+_QUOTED = re.compile(
+    r'"(?:the\s+)?(?P<term>[^"]{1,40}?)"|(?<![\w])\'(?:the\s+)?(?P<single>[^\']{1,40}?)\'(?![\w])',
+    re.IGNORECASE,
+)
 _BARE_TERM = re.compile(r"^(?:the\s+)?(?P<term>[A-Z][\w&-]*(?:\s+[A-Z][\w&-]*){0,2})$")
 _HEREINAFTER = re.compile(
     r"\b(?:hereinafter|hereafter|ci-apr\u00e8s|nachfolgend|im\s+Folgenden)\b[,\s]*"
@@ -92,7 +97,13 @@ _NAME_CUT = re.compile(
     r"\s+(?:a|an|einer?|une?)\s+|\s+(?:with|having|located|whose|mit\s+Sitz)\b|\s*\(|\s+\u2014|"
     r"\s+(?=(?:Suite|Room|Unit|Floor|Building|P\.?\s?O\.?\s+Box)\b)|\s+(?=\d{1,5}(?:-\d+)?\s+[A-Z][a-z])"
 )
-_PLACEHOLDER = re.compile(r"^(?:the|a|an|such|each|der|die|la|le)\s+[a-z]")
+# "the company set forth below", "the Agent named on the signature page hereof": a party
+# the preamble does not name.
+_PLACEHOLDER = re.compile(
+    r"^(?:[Tt]he|[Aa]n?|[Ss]uch|[Ee]ach|[Dd]er|[Dd]ie|[Ll][ae])\s+[a-z]|"
+    r"(?i:\b(?:named|identified|listed|set\s+forth|described)\s+(?:on|in|below|above)\b|"
+    r"\bsignature\s+page\b)"
+)
 _NUMBERING = re.compile(r"^\(?\d\)\s*|^\(?[a-z]\)\s+")
 _LABEL = re.compile(
     r"^(?P<label>Party\s+[A-Z1-9]|Licensor|Licensee|Seller|Buyer|Supplier|Customer|Client|"
@@ -134,7 +145,7 @@ def _from_preamble(text: ContractText) -> tuple[list[_Party], float]:
     for cue in list(_CUE.finditer(text.preamble))[:3]:
         parties = _split(text.preamble[cue.end() :])
         for party in parties:
-            if party.name is None or _PLACEHOLDER.match(party.name):
+            if party.name is None or _PLACEHOLDER.search(party.name):
                 party.name = _labelled(text.lines[:80], party.terms)
         named = [p for p in parties if p.name]
         if len(named) >= 2:
@@ -152,12 +163,15 @@ def _terms(segment: str) -> list[tuple[int, int, list[str], bool]]:
         body = match.group("body")
         group = _GROUP.search(body)
         own = body[: group.start()] if group else body
-        terms = [m.group("term").strip() for m in _QUOTED.finditer(own)]
+        terms = [(m.group("term") or m.group("single")).strip() for m in _QUOTED.finditer(own)]
         quoted = bool(terms)
         if not terms and group:
             # "(together with its successors and assigns, "Lessor")": the term is after
             # the group word, and is the party's own unless it names the group
-            terms = [m.group("term").strip() for m in _QUOTED.finditer(body[group.end() :])]
+            after = body[group.end() :]
+            terms = [
+                (m.group("term") or m.group("single")).strip() for m in _QUOTED.finditer(after)
+            ]
             terms = terms[:1] if terms and not terms[0].lower().endswith("s") else []
             quoted = bool(terms)
         if not terms:
@@ -272,7 +286,7 @@ def _labelled(lines: list[str], terms: list[str]) -> str | None:
         match = _LABEL.match(line)
         if match and match.group("label").casefold() in wanted:
             name = _LABEL_NAME_END.split(match.group("name"), maxsplit=1)[0].strip(" ,")
-            if name and not _PLACEHOLDER.match(name):
+            if name and not _PLACEHOLDER.search(name):
                 return name
     return None
 

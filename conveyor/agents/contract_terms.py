@@ -89,6 +89,7 @@ _TERM_IS = (
     r"\b(?:initial\s+)?term\b(?:\s+of\s+(?:this|the)\s+(?:Agreement|Contract))?"
     r"(?:\s*\([^)]{0,40}\))?(?:\s+of\s+this\s+Agreement)?"  # for a term (the "Term") of
     r"\s*(?::|is|shall\s+be|will\s+be|of|for)\s+(?:a\s+(?:period|term)\s+of\s+)?(?:an?\s+)?"
+    r"(?:the\s+(?:sooner|earlier|earliest)\s+of\s+)?"  # "the sooner of six (6) months or ..."
 )
 _IN_FORCE_FOR = (
     r"\b(?:remain|continue|be)\s+in\s+(?:full\s+)?(?:force|effect)(?:\s+and\s+effect)?\s+"
