@@ -585,3 +585,47 @@ async def test_migrate_moves_every_document_resumably_and_verified(
 
 async def _noop(task: Any) -> None:
     return None
+
+
+def run_cli(database_url: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CONVEYOR_DATABASE_URL": database_url, "CONVEYOR_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "conveyor.cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+async def test_conveyor_documents_migrate_on_the_command_line(
+    database_url: str, conn: psycopg.AsyncConnection[Any], tmp_path: Path
+) -> None:
+    from conveyor.documents.submit import submit_files
+
+    app = App(settings=Settings(database_url=database_url, home=tmp_path / "web"))
+    app.agent("reader")(_noop)
+    path = tmp_path / "a.png"
+    path.write_bytes(PNG_HEAD + os.urandom(MIB + 7))
+    try:
+        (submitted,) = await submit_files(app, [path], agent="reader")
+    finally:
+        await app.aclose()
+    sha256 = submitted.document.sha256
+    folder = tmp_path / "shared"
+
+    bad = run_cli(database_url, tmp_path, "documents", "migrate", "--to", "ftp://x/y")
+    assert bad.returncode == 1 and "--to 'ftp://x/y': not a document store" in bad.stderr
+
+    moved = run_cli(database_url, tmp_path, "documents", "migrate", "--to", f"file://{folder}/")
+    assert moved.returncode == 0, moved.stderr
+    assert f"1 document(s) moved to file://{folder}, 0 there already" in moved.stdout
+    assert f"set CONVEYOR_DOCUMENTS_URL=file://{folder}" in moved.stdout
+    assert (folder / sha256[:2] / sha256[2:4] / sha256).read_bytes() == path.read_bytes()
+    cur = await conn.execute("SELECT store FROM documents")
+    assert [row["store"] for row in await cur.fetchall()] == [f"file://{folder}"]
+
+    again = run_cli(database_url, tmp_path, "documents", "migrate", "--to", f"file://{folder}")
+    assert again.returncode == 0 and "0 document(s) moved" in again.stdout
+    assert "1 there already" in again.stdout

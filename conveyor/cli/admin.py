@@ -10,6 +10,7 @@ from conveyor import queue
 from conveyor.app import App
 from conveyor.cli.common import settings_from
 from conveyor.cli.output import show_table
+from conveyor.documents.stores.prune import prune_documents
 
 
 async def cmd_migrate(args: argparse.Namespace) -> int:
@@ -86,7 +87,9 @@ async def cmd_status(args: argparse.Namespace) -> int:
 async def cmd_prune(args: argparse.Namespace) -> int:
     async with App(settings=settings_from(args)) as app, app.connection() as conn:
         deleted = await queue.prune(conn, older_than=args.older_than, batch=args.batch)
+        documents = await prune_documents(await app.database())  # none of whose tasks is left
     print(f"deleted {deleted} finished task(s) older than {args.older_than:g} s")
+    print(f"deleted {documents} document(s) no task refers to")
     return 0
 
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from conveyor.cli import admin, serve, tasks
+from conveyor.cli import admin, documents, serve, tasks
 from conveyor.cli.common import Command
 from conveyor.errors import ConveyorError
 from conveyor.log import configure
@@ -197,6 +197,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=1000,
         help="tasks deleted per transaction (default 1000)",
+    )
+
+    p = command("documents", documents.cmd_documents, "the document store (CONVEYOR_DOCUMENTS_URL)")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    mover = actions.add_parser(
+        "migrate",
+        help="copy every document to another store, verified by sha256, and switch to it "
+        "(resumable: run it again after a stop)",
+    )
+    mover.add_argument(
+        "--to", required=True, metavar="URL", help="postgresql, file:///folder, s3://bucket/prefix"
+    )
+    mover.add_argument(
+        "--remove-source", action="store_true", help="delete each from its old store once moved"
     )
     return parser
 
