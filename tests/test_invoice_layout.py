@@ -793,3 +793,37 @@ def test_a_row_of_sum_labels_over_a_row_of_values_and_a_gross_column_after_the_n
     assert (data["subtotal"], data["tax"], data["total"]) == ("1000.00", "230.00", "1230.00")
     (item,) = data["line_items"]
     assert (item["quantity"], item["unit_price"], item["amount"]) == ("1", "1000.00", "1000.00")
+
+
+def test_a_position_joined_to_its_description_is_no_quantity_and_a_shipping_row_stays() -> None:
+    from conveyor.agents.invoice_sheet import Sheet
+    from conveyor.agents.invoice_table import read_items
+
+    sheet = Sheet.of(
+        extract_text(
+            pdf(
+                [
+                    (40, 100, "Pos."),
+                    (90, 100, "Bezeichnung"),
+                    (300, 100, "Menge"),
+                    (380, 100, "Einzelpreis"),
+                    (480, 100, "Betrag"),
+                    (40, 116, "1 Prace programistyczne"),
+                    (300, 116, "2"),
+                    (380, 116, "10,00"),
+                    (480, 116, "20,00"),
+                    (40, 132, "Versandkosten"),
+                    (300, 132, "1"),
+                    (380, 132, "4,90"),
+                    (480, 132, "4,90"),
+                    (380, 160, "Gesamtbetrag"),
+                    (480, 160, "24,90"),
+                ]
+            )
+        )
+    )
+    items, _, _ = read_items(sheet)
+    assert [(i.description, i.quantity, i.amount) for i in items] == [
+        ("1 Prace programistyczne", Decimal(2), Decimal("20.00")),
+        ("Versandkosten", Decimal(1), Decimal("4.90")),
+    ]

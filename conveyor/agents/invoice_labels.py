@@ -400,7 +400,7 @@ NAME_LABELS = [r"name", r"firma", r"company", r"nom", r"raison\s*sociale", r"naa
 
 # Columns of an item table, by their headers.
 COLUMN_LABELS: dict[str, list[str]] = {
-    "pos": [r"pos(?:ition)?\.?", r"nr\.?", r"no\.?", r"#", r"lfd\.?", r"line"],
+    "pos": [r"pos(?:ition)?\.?", r"nr\.?", r"no\.?", r"#", r"lfd\.?", r"line", r"lp\.?"],
     "description": [
         r"description",
         r"beschreibung",
@@ -510,7 +510,8 @@ TABLE_END = re.compile(
     r"zahlungsart|summe|gesamt\w*|subtotal|sub-total|sub total|total|tax|vat|payment|"
     r"bemerkung\w*|notes|taxe|tva|btw|iva|netto|brutto|positionssumme|zwischensumme|"
     r"rechnungsbetrag|endbetrag|conditions|betalingsinformatie|totaal|base imponible|"
-    r"imponibile|amount due|balance|cena bez dane|dph)(?![a-z])"
+    r"imponibile|amount due|balance|cena bez dane|dph|stawka vat|razem|do zaplaty|yhteensa|"
+    r"maksettava)(?![a-z])"
 )
 
 # Invoice titles: the word, alone or ending a compound ("Handelsrechnung").

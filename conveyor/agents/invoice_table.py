@@ -158,6 +158,8 @@ def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]
         if _PERCENT.match(text):
             continue
         match = _QTY.match(text)
+        if match and _words_after_unit(text, match):
+            match = None  # "1 Prace programistyczne": a position and a description
         if match and match.group("unit") and currency_of(f"1 {match.group('unit')}") is None:
             number = sheet.amount(match.group("n"))
             if isinstance(number, Decimal):
@@ -167,6 +169,13 @@ def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]
         if isinstance(value, Decimal):
             out.append((value, cell, False))
     return out
+
+
+def _words_after_unit(text: str, match: re.Match[str]) -> bool:
+    """Whether what looked like a unit begins words: a unit is short, or alone."""
+    unit = match.group("unit") or ""
+    rest = text[match.end() :].strip()
+    return len(unit) >= 4 and bool(re.match(r"[^\W\d_]{2,}", rest))
 
 
 def _discounts(cells: list[Cell]) -> list[Decimal]:
@@ -296,12 +305,16 @@ def _header_rest(line: Line, head: Line, sheet: Sheet) -> bool:
     return not any(ch.isdigit() for ch in line.text)
 
 
+# Sum labels that may stand in an item table as rows of their own ("Versandkosten").
+_IN_TABLE = ("charge", "discount")
+
+
 def _ends(line: Line) -> bool:
     first = fold(line.cells[0].text)
     if TABLE_END.match(first):
         return True
     label = sum_label(line.cells[0].text)
-    return bool(label and not label[0].startswith("-"))
+    return bool(label and not label[0].startswith("-") and label[0] not in _IN_TABLE)
 
 
 def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
