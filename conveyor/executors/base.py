@@ -94,8 +94,8 @@ class Attempt:
 
     async def started(self, run_id: str) -> None:
         """Record where the attempt runs (a pid, a remote job's id): shown with the
-        attempt, and what an operator looks for on the machine that runs it. A failure to
-        record it is logged by the worker, never raised: the attempt goes on."""
+        attempt, and what an operator looks for on the machine that runs it. If the
+        database is unavailable it is logged, not raised: the attempt goes on."""
         self.run_id = run_id
         await self.worker.record_run_id(self.attempt_id, run_id)
 
