@@ -827,3 +827,24 @@ def test_a_position_joined_to_its_description_is_no_quantity_and_a_shipping_row_
         ("1 Prace programistyczne", Decimal(2), Decimal("20.00")),
         ("Versandkosten", Decimal(1), Decimal("4.90")),
     ]
+
+
+def test_a_block_ends_where_the_block_beside_it_begins() -> None:
+    from conveyor.agents.invoice_parties import parties
+    from conveyor.agents.invoice_sheet import Sheet
+
+    sheet = Sheet.of(
+        extract_text(
+            pdf(
+                [
+                    (40, 100, "BILL TO"),
+                    (200, 100, "SHIP TO"),
+                    (40, 114, "Name"),
+                    (200, 114, "Same as recipient"),
+                    (40, 128, "1 Main St, Salem, OR 97301"),
+                ]
+            )
+        )
+    )
+    _, customer = parties(sheet)
+    assert customer.name == "Name"  # the block's own first line, not the ship-to cell

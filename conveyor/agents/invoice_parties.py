@@ -86,11 +86,14 @@ def _block_lines(sheet: Sheet, block: Block) -> list[tuple[int, Cell]]:
     out: list[tuple[int, Cell]] = []
     start = sheet.lines[block.line]
     bottom = start.y1
+    # Blocks side by side ("BILL TO | SHIP TO"): a block ends where the next one begins.
+    right = [c.x0 for c in start.cells if c.x0 > block.cell.x1 and party_heading(c.text)]
+    edge = min([block.cell.x0 + 260, *[x - 4 for x in right]])
     for j in range(block.line + 1, min(len(sheet.lines), block.line + 14)):
         line = sheet.lines[j]
         if line.page != start.page or line.y0 - bottom > 2.8 * max(start.height, 8.0):
             break
-        cells = [c for c in line.cells if c.x0 >= block.cell.x0 - 12 and c.x0 < block.cell.x0 + 260]
+        cells = [c for c in line.cells if c.x0 >= block.cell.x0 - 12 and c.x0 < edge]
         if not cells:
             continue
         heading = party_heading(cells[0].text)
