@@ -199,7 +199,12 @@ def _index(corpus: Path) -> list[dict[str, Any]]:
 
 
 def languages(corpus: Path) -> dict[str, str]:
-    return {Path(row["file"]).stem: row.get("language", "?") for row in _index(corpus)}
+    """Each document's language, by "source/NAME" (several sources have an invoice.pdf)."""
+    return {_key(Path(row["file"])): row.get("language", "?") for row in _index(corpus)}
+
+
+def _key(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
 
 
 def held_out_sources(corpus: Path) -> tuple[str, ...]:
@@ -234,7 +239,7 @@ def run(corpus: Path, path: str, held_out: tuple[str, ...] | None = None) -> lis
         truth = json.loads(truth_file.read_text())[0]
         source = pdf.parent.name
         kept_out = source in held_out or "*" in held_out
-        label, language = str(pdf.relative_to(folder)), langs.get(pdf.stem, "?")
+        label, language = str(pdf.relative_to(folder)), langs.get(_key(pdf), "?")
         started = time.perf_counter()
         try:
             text = extract_text(pdf, name=pdf.name)
