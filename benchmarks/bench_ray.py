@@ -5,6 +5,7 @@
 In a fresh database created and dropped here, on a local Ray cluster this process starts
 (`ray.init(num_cpus=2)`, no dashboard, usage stats off):
 
+0. Ray alone: the same no-op from a plain Ray driver, `--concurrency` at a time.
 1. Overhead: one worker in this process, `--concurrency` slots, runs `--tasks` no-op
    attempts in the worker's loop, then as many no-op Ray tasks (each asks for 2/concurrency
    CPUs, so that all the slots run at once on the 2 CPUs), after a warm-up of 8 x
@@ -126,6 +127,28 @@ async def overhead(url: str, tasks: int) -> None:
     )
 
 
+async def plain_ray(tasks: int) -> None:
+    """The same no-op as a plain Ray driver runs it, `CONCURRENCY` at a time: what Ray
+    itself costs on this machine, without Conveyor."""
+    import ray
+
+    remote = ray.remote(max_retries=0, num_cpus=2 / CONCURRENCY)(noop)
+    slots = asyncio.Semaphore(CONCURRENCY)
+    durations: list[float] = []
+
+    async def one() -> None:
+        async with slots:
+            began = time.perf_counter()
+            await remote.remote(None)
+            durations.append(time.perf_counter() - began)
+
+    await asyncio.gather(*(one() for _ in range(8 * CONCURRENCY)))  # warm-up
+    durations.clear()
+    began = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(tasks)))
+    _stats("plain Ray", durations, time.perf_counter() - began)
+
+
 async def exactly_once(url: str, tasks: int, address: str) -> None:
     bench = App(settings=Settings(database_url=url, home=Path(tempfile.mkdtemp())))
     bench.agents.update(app.agents)
@@ -196,6 +219,7 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     try:
+        asyncio.run(plain_ray(args.tasks))
         asyncio.run(overhead(url, args.tasks))
         asyncio.run(exactly_once(url, args.tasks, ray.get_runtime_context().gcs_address))
     finally:
