@@ -629,3 +629,70 @@ async def test_conveyor_documents_migrate_on_the_command_line(
     again = run_cli(database_url, tmp_path, "documents", "migrate", "--to", f"file://{folder}")
     assert again.returncode == 0 and "0 document(s) moved" in again.stdout
     assert "1 there already" in again.stdout
+
+
+async def test_a_store_that_cannot_be_reached_is_retried_and_a_gone_document_fails(
+    bucket: str, database_url: str, conn: psycopg.AsyncConnection[Any], tmp_path: Path
+) -> None:
+    """A worker that cannot reach the S3 store fails the attempt as retryable (the task is
+    enqueued again, saying why); once the store is reachable the next attempt reads it. A
+    document deleted from the store fails its task at once."""
+    url = f"s3://{bucket}/docs"
+    settings = Settings(database_url=database_url, home=tmp_path / "web", documents_url=url)
+    app = App(settings=settings)
+    declare_document_agents(app)
+    invoice = make_invoice(3)
+    async with serving(app) as base, httpx.AsyncClient(base_url=base, timeout=30) as client:
+        task_id = (await upload(client, invoice.name, invoice.pdf, agent="invoice"))["task"]["id"]
+    try:
+
+        async def attempted(task: int, status: str) -> bool:
+            cur = await conn.execute(
+                "SELECT 1 FROM task_attempts WHERE task_id = %s AND status = %s", [task, status]
+            )
+            return await cur.fetchone() is not None
+
+        unreachable = f"http://127.0.0.1:{free_port()}"
+        worker = WorkerProcess(
+            database_url,
+            app="conveyor.demo:app",
+            concurrency=1,
+            env={"CONVEYOR_HOME": str(tmp_path / "w1"), "AWS_ENDPOINT_URL": unreachable},
+            log_path=tmp_path / "w1.log",
+        )
+        try:
+            await wait_for(lambda: attempted(task_id, "failed"), timeout=60, what="a try")
+        finally:
+            worker.close()
+        task = await app.get_task_async(task_id)
+        assert task.status == TaskStatus.ENQUEUED, "a store that cannot answer is retried"
+        assert f"the document store {url}" in (task.error or ""), task.error
+
+        await conn.execute("UPDATE tasks SET run_after = now() WHERE id = %s", [task_id])
+        async with serving(app) as base, httpx.AsyncClient(base_url=base, timeout=30) as client:
+            gone = await upload(client, "gone.pdf", make_invoice(4).pdf, agent="invoice")
+        async with (await app.database()).connection() as c:
+            await open_store(url).delete(c, gone["document"]["sha256"], 0)
+        worker = WorkerProcess(
+            database_url,
+            app="conveyor.demo:app",
+            concurrency=1,
+            env={"CONVEYOR_HOME": str(tmp_path / "w2")},
+            log_path=tmp_path / "w2.log",
+        )
+        try:
+
+            async def done() -> bool:
+                ids = (task_id, gone["task"]["id"])
+                tasks = [await app.get_task_async(i) for i in ids]
+                return all(t.status in (TaskStatus.COMPLETED, TaskStatus.FAILED) for t in tasks)
+
+            await wait_for(done, timeout=60, what="both tasks")
+        finally:
+            worker.close()
+        assert (await app.get_task_async(task_id)).status == TaskStatus.COMPLETED
+        failed = await app.get_task_async(gone["task"]["id"])
+        assert failed.status == TaskStatus.FAILED and failed.attempts == 1
+        assert f"is not in {url}" in (failed.error or "")
+    finally:
+        await app.aclose()
