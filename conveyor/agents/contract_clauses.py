@@ -71,7 +71,7 @@ _LAW_CLAUSES = (
         re.IGNORECASE,
     ),
 )
-_LAW_WORD = re.compile(r"\blaws?\b|\bRecht(?:en)?\b|\bdroit\b", re.IGNORECASE)
+_LAW_WORDS = ("law", "recht", "droit")
 _LAW_END = re.compile(
     r",|\s+(?:without|excluding|except|exclusive\s+of|applicable|as\s+applied|as\s+in\s+effect|"
     r"in\s+force|regardless|and\s+(?:the|any|all|each|that)\b|which|that|to\s+the\s+exclusion|"
@@ -118,7 +118,7 @@ _PAYMENT = (
         FAIR,
     ),
 )
-_PAYMENT_WORD = re.compile(r"\bdays?\b|\bnet\b|\bTagen\b|\bjours\b", re.IGNORECASE)
+_PAYMENT_WORDS = ("day", "net", "tage", "jour")
 _PAYING = re.compile(r"\bpa(?:y|id|ble|yment)|\bdue\b|zahl|pai|r\u00e8glement", re.IGNORECASE)
 _INVOICE = re.compile(r"invoice|billing|bill\b|Rechnung|facture|factura|fattura", re.IGNORECASE)
 # Days counted from these are not payment terms of invoices.
@@ -132,7 +132,7 @@ _NOT_INVOICE_DAYS = re.compile(
 
 def governing_law(text: ContractText) -> tuple[str | None, float]:
     candidates: list[tuple[int, int, str]] = []  # (-score, position, law)
-    for offset, window in text.windows(_LAW_WORD, before=160, after=100):
+    for offset, window in text.windows(_LAW_WORDS, before=160, after=100):
         for pattern in _LAW_CLAUSES:
             for match in pattern.finditer(window):
                 law = _jurisdiction(match.group("law"))
@@ -176,7 +176,7 @@ def _key(law: str) -> str:
 
 
 def payment_terms(text: ContractText) -> tuple[str | None, float]:
-    windows = text.windows(_PAYMENT_WORD, before=60, after=100)
+    windows = text.windows(_PAYMENT_WORDS, before=60, after=100)
     for pattern, confidence in _PAYMENT:
         for offset, window in windows:
             for match in pattern.finditer(window):

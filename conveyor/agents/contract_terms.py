@@ -114,10 +114,7 @@ _TERM_CUES = (
         False,
     ),
 )
-_TERM_WORD = re.compile(
-    r"\bterm\b|\bperiod\b|\bforce\b|\beffect\b|\bcontinues?\b|Laufzeit|dur\u00e9e",
-    re.IGNORECASE,
-)
+_TERM_WORDS = ("term", "period", "force", "effect", "continue", "laufzeit", "dur\u00e9e")
 _AMENDED_TERM = re.compile(
     rf"\bterm\s+(?:is|shall\s+be)\s+(?:hereby\s+)?(?:extended|amended|changed)\s+to\s+{_DURATION}",
     re.IGNORECASE,
@@ -204,8 +201,7 @@ _NOTICE_MONTHS = re.compile(
 
 
 def effective_date(text: ContractText) -> tuple[datetime.date | None, float]:
-    tokens = dates_in(text.flat[:6000])
-    order = slash_order(tokens) or "mdy"
+    order = _SlashOrder(text)
     for match in _DEFINED_EFFECTIVE.finditer(text.flat[:8000]):
         before = dates_in(text.flat[max(0, match.start() - _DATE_WINDOW) : match.start()])
         found = _date(before[-1:], order)
@@ -232,15 +228,33 @@ def effective_date(text: ContractText) -> tuple[datetime.date | None, float]:
     return None, UNKNOWN
 
 
-def _date(tokens: list[DateToken], order: str) -> datetime.date | None:
+class _SlashOrder:
+    """How the contract writes 03/04/2026 (month or day first), worked out from its dates
+    only when a date that reads both ways turns up; US style when nothing says."""
+
+    def __init__(self, text: ContractText) -> None:
+        self._text = text
+        self._order: str | None = None
+
+    def __call__(self) -> str:
+        if self._order is None:
+            self._order = slash_order(dates_in(self._text.flat[:6000])) or "mdy"
+        return self._order
+
+
+def _resolve(token: DateToken, order: _SlashOrder) -> datetime.date | None:
+    return token.date if token.both is None else resolve(token, order())
+
+
+def _date(tokens: list[DateToken], order: _SlashOrder) -> datetime.date | None:
     for token in tokens:
-        found = resolve(token, order)
+        found = _resolve(token, order)
         if found and 1900 <= found.year <= 2100:
             return found
     return None
 
 
-def _signature_date(text: ContractText, order: str) -> datetime.date | None:
+def _signature_date(text: ContractText, order: _SlashOrder) -> datetime.date | None:
     """The latest date printed by the signatures (the agreement's last half)."""
     half = len(text.flat) // 2
     marks = [m.start() for m in _SIGNATURES.finditer(text.flat, half)]
@@ -251,7 +265,7 @@ def _signature_date(text: ContractText, order: str) -> datetime.date | None:
     found = []
     for token in dates_in(window):
         at = window.find(token.text)
-        date = resolve(token, order)
+        date = _resolve(token, order)
         if date and not _ANOTHER_DOCUMENTS_DATE.search(window[max(0, at - 20) : at]):
             found.append(date)
     return max(found) if found else None
@@ -262,7 +276,7 @@ def _signature_date(text: ContractText, order: str) -> datetime.date | None:
 
 def term_months(text: ContractText, effective: datetime.date | None) -> tuple[int | None, float]:
     best: tuple[int, float] | None = None
-    windows = text.windows(_TERM_WORD, before=60, after=120)
+    windows = text.windows(_TERM_WORDS, before=60, after=120)
     for cue, confidence, words_ok in _TERM_CUES:
         for match, at in _matches(cue, windows):
             months = _months(match, words_ok=words_ok)

@@ -90,17 +90,32 @@ class ContractText:
             found.append((start, self.flat[start:]))
         return found
 
-    def windows(self, keyword: re.Pattern[str], before: int, after: int) -> list[tuple[int, str]]:
-        """The stretches of the stream around `keyword`'s hits (overlapping ones merged),
-        with where each starts: the clause patterns run there, not over 200 pages."""
+    def windows(self, words: tuple[str, ...], before: int, after: int) -> list[tuple[int, str]]:
+        """The stretches of the stream around the words that start with one of `words`
+        (lower case; overlapping stretches merged), with where each starts: the clause
+        patterns run there, not over 200 pages. Found with str.find on the lowered text,
+        which is many times faster than a regex scan of the whole stream."""
         spans: list[list[int]] = []
-        for hit in keyword.finditer(self.flat):
-            start, end = max(0, hit.start() - before), hit.end() + after
+        for at in sorted(self._word_starts(words)):
+            start, end = max(0, at - before), at + after
             if spans and start <= spans[-1][1]:
-                spans[-1][1] = end
+                spans[-1][1] = max(spans[-1][1], end)
             else:
                 spans.append([start, end])
         return [(start, self.flat[start:end]) for start, end in spans]
+
+    def _word_starts(self, words: tuple[str, ...]) -> list[int]:
+        lower = self.flat.lower()
+        if len(lower) != len(self.flat):  # a character whose lower case is longer: rare
+            return [m.start() for w in words for m in re.finditer(re.escape(w), self.flat, re.I)]
+        found = []
+        for word in words:
+            at = lower.find(word)
+            while at >= 0:
+                if at == 0 or not lower[at - 1].isalnum():
+                    found.append(at)
+                at = lower.find(word, at + 1)
+        return found
 
     def sentence_at(self, pos: int) -> str:
         start = max(self.flat.rfind(". ", 0, pos), self.flat.rfind("; ", 0, pos))
