@@ -848,3 +848,20 @@ def test_a_block_ends_where_the_block_beside_it_begins() -> None:
     )
     _, customer = parties(sheet)
     assert customer.name == "Name"  # the block's own first line, not the ship-to cell
+
+
+def test_a_due_date_stated_in_a_sum_s_label() -> None:
+    result = read(
+        [
+            (40, 40, "Harbor Repairs LLC", 14),
+            (340, 60, "INVOICE NO. 98765432 1/1/2000"),
+            (300, 200, "SUBTOTAL"),
+            (480, 200, "100.00"),
+            (300, 214, "TOTAL DUE BY 2/2/2000"),
+            (480, 214, "100.00"),
+        ]
+    )
+    data, fields = result["data"], result["fields"]
+    assert isinstance(data, dict) and isinstance(fields, dict)
+    assert data["issue_date"] == "2000-01-01" and data["due_date"] == "2000-02-02"
+    assert fields["due_date"] < 0.9 and fields["issue_date"] < 0.9

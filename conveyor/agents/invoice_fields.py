@@ -197,8 +197,28 @@ def dates(
                         issue.append((tokens[0], LIKELY, i))
     if not issue:
         issue += _dated_at_a_place(sheet)
+    if not due:
+        due += _due_in_a_phrase(sheet)
     issue.sort(key=lambda t: (-t[1], t[2]))
     return issue, due
+
+
+# "TOTAL DUE BY 2/2/2000", "Amount payable by 5 March 2024", "zahlbar bis zum 1.4.2024".
+_DUE_PHRASE = re.compile(
+    r"\b(?:due|payable|zahlbar|fallig)\s+(?:by|on|before|bis(?:\s+zum)?|am)\s+(?P<date>.+)$"
+)
+
+
+def _due_in_a_phrase(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
+    """With no labelled due date: one that a sum's label or a short line states."""
+    for i, line in enumerate(sheet.lines):
+        for cell in line.cells:
+            match = _DUE_PHRASE.search(fold(cell.text))
+            if match and _short(match.group("date")):
+                tokens = dates_in(cell.text[match.start("date") :])
+                if tokens:
+                    return [(tokens[0], FAIR, i)]
+    return []
 
 
 # A letter's date line: "Musterstadt, November 2, 2015", "Berlin, den 3. März 2024".
