@@ -6,6 +6,7 @@ The package, split along its seams:
   serve.py     the long-running commands: up, worker, web (and running until a signal)
   tasks.py     commands on tasks: enqueue, submit, tasks, task, cancel, retry
   admin.py     commands on the system: migrate, status, limits, prune
+  documents.py commands on stored documents: documents migrate
   progress.py  waiting for tasks to finish (`submit --wait`), a bar or plain lines
   output.py    tables and values as commands print them
 
