@@ -865,3 +865,22 @@ def test_a_due_date_stated_in_a_sum_s_label() -> None:
     assert isinstance(data, dict) and isinstance(fields, dict)
     assert data["issue_date"] == "2000-01-01" and data["due_date"] == "2000-02-02"
     assert fields["due_date"] < 0.9 and fields["issue_date"] < 0.9
+
+
+def test_a_name_alone_beside_the_labels_is_the_buyer_at_a_guess() -> None:
+    result = read(
+        [
+            (100, 50, "Brasserie Nord", 14),
+            (100, 66, "4 Rue des Fleurs"),
+            (100, 78, "75000 Paris"),
+            (30, 150, "INVOICE", 16),
+            (30, 190, "Reference:"),
+            (130, 190, "MG2022-1"),
+            (280, 190, "Jane Roe"),
+            (300, 260, "Amount due"),
+            (480, 260, "181.50 EUR"),
+        ]
+    )
+    data, fields = result["data"], result["fields"]
+    assert isinstance(data, dict) and isinstance(fields, dict)
+    assert data["customer"]["name"] == "Jane Roe" and fields["customer.name"] < 0.7

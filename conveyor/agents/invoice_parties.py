@@ -398,6 +398,36 @@ def _seller_block(sheet: Sheet, seller: str, page: int) -> set[Cell]:
     return block
 
 
+# A person's or a firm's name alone in a cell: two to four capitalised words.
+_NAME_ALONE = re.compile(r"^[A-ZÀ-Ý][\w.'&-]+(?:\s+[A-ZÀ-Ý&][\w.'&-]*){1,3}$")
+
+
+def buyer_by_name_alone(sheet: Sheet, vendor: str | None) -> Party:
+    """Nothing else found: a name alone in a cell of the first page's upper part, beside
+    the invoice's labels, that is not the seller's ("Reference: MG2022 | John Doe"). A
+    guess."""
+    if not sheet.lines:
+        return Party()
+    first = sheet.lines[0].page
+    height = sheet.page_height(first)
+    seller = fold(vendor or "\0")
+    sellers_block = _seller_block(sheet, seller, first)
+    for line in sheet.lines:
+        if line.page != first or line.y0 > height * 0.4:
+            break
+        for cell in line.cells:
+            text = cell.text.strip()
+            if cell in sellers_block or seller in fold(text) or fold(text) in seller:
+                continue
+            if not _NAME_ALONE.match(text) or _CONTACT.search(text) or LEGAL_FORM.search(text):
+                continue
+            folded = fold(text)
+            if TITLE.match(folded) or field_label(text) or sum_label(text) or party_heading(text):
+                continue
+            return Party(text, GUESS)
+    return Party()
+
+
 def sender_line(sheet: Sheet, name: str | None) -> int | None:
     if not name:
         return None
@@ -446,6 +476,8 @@ def parties(sheet: Sheet) -> tuple[Party, Party]:
         )
     if customer.name is None:
         customer = _not_a_label(buyer_by_address(sheet, vendor.name))
+    if customer.name is None:
+        customer = _not_a_label(buyer_by_name_alone(sheet, vendor.name))
     if vendor.tax_id is None and vendor.name:
         vendor.tax_id = _tax_id(
             [
