@@ -526,3 +526,14 @@ def test_what_the_second_held_out_round_taught() -> None:
         "from the Effective Date, or replacement of this Agreement with a subsequent one."
     )
     assert contract.term_months == 6
+
+
+def test_a_text_printed_over_and_over_is_not_all_footer() -> None:
+    page = (
+        "This Agreement is made between Acme Ltd (\u201cSeller\u201d) and Globex Inc. "
+        "(\u201cBuyer\u201d).\nThe initial term of this Agreement is 24 months.\n"
+        "This Agreement is governed by the laws of the State of Ohio.\n"
+    )
+    contract, _ = read("\n\n".join([page] * 50))  # every line repeats: none is a footer
+    assert contract.term_months == 24 and contract.governing_law == "State of Ohio"
+    assert [p.name for p in contract.parties] == ["Acme Ltd", "Globex Inc."]

@@ -147,11 +147,23 @@ def _from_preamble(text: ContractText) -> tuple[list[_Party], float]:
         for party in parties:
             if party.name is None or _PLACEHOLDER.search(party.name):
                 party.name = _labelled(text.lines[:80], party.terms)
-        named = [p for p in parties if p.name]
+        named = _once_each([p for p in parties if p.name])
         if len(named) >= 2:
             sure = all(p.terms for p in named) and len(named) == len(parties)
             return named, NAMED if sure else LOOSE
     return [], 0.0
+
+
+def _once_each(parties: list[_Party]) -> list[_Party]:
+    """A party named twice (a preamble that runs on, a text repeated) is one party."""
+    seen: dict[str, _Party] = {}
+    for party in parties:
+        key = (party.name or "").casefold()
+        if key in seen:
+            seen[key].terms += [t for t in party.terms if t not in seen[key].terms]
+        else:
+            seen[key] = party
+    return list(seen.values())
 
 
 def _terms(segment: str) -> list[tuple[int, int, list[str], bool]]:

@@ -38,6 +38,7 @@ _PAGE_NUMBER = re.compile(
 # A line seen this often, and this long, is a running header or footer, not a clause.
 _REPEATS = 3
 _REPEATED_MIN_CHARS = 12
+_MOSTLY_REPEATED = 0.3
 # Where the preamble (the sentence naming the agreement, its date and its parties) ends.
 _PREAMBLE_END = re.compile(
     r"\b(?:WHEREAS|W\s?I\s?T\s?N\s?E\s?S\s?S\s?E\s?T\s?H|RECITALS?|BACKGROUND|NOW,?\s+THEREFORE|"
@@ -128,12 +129,11 @@ def prepare(text: str) -> ContractText:
     normal = unicodedata.normalize("NFKC", text).translate(QUOTES)
     lines = [" ".join(line.split()) for line in normal.splitlines()]
     counts = Counter(line for line in lines if len(line) >= _REPEATED_MIN_CHARS)
+    repeated = {line for line, n in counts.items() if n >= _REPEATS}
+    if sum(counts[line] for line in repeated) > _MOSTLY_REPEATED * len(lines):
+        repeated = set()  # the same text again and again is the document, not its footer
     kept = [
-        line
-        for line in lines
-        if line
-        and not _PAGE_NUMBER.match(line)
-        and not (counts[line] >= _REPEATS and len(line) >= _REPEATED_MIN_CHARS)
+        line for line in lines if line and not _PAGE_NUMBER.match(line) and line not in repeated
     ]
     flat = _ORDINAL_DAY.sub(r"\1 \2 \3", " ".join(kept))
     head = flat[:PREAMBLE_MAX]
