@@ -55,7 +55,21 @@ def beats(task: Task) -> dict[str, int]:
     return {"attempt": task.attempt, "pid": os.getpid()}
 
 
+def reads_document(task: Task) -> dict[str, Any]:
+    """Reads a stored document by its content address, from the store the payload names
+    (a folder every node reaches), as a Ray task on another machine would."""
+    import hashlib
+
+    from conveyor.documents.stores import open_store
+
+    path = open_store(task.payload["store"]).local_path(task.payload["sha256"])
+    assert path is not None, "a store with no local path"
+    data = path.read_bytes()
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "pid": os.getpid()}
+
+
 app.external("ray_noop", RayTask(noop, num_cpus=0.25))
+app.external("ray_reads", RayTask(reads_document, num_cpus=0.25))
 app.external(
     "ray_spends",
     RayTask(

@@ -188,6 +188,28 @@ async def test_cancel_stops_the_running_ray_task_within_two_seconds(
     assert attempt["status"] == "cancelled"
 
 
+async def test_a_ray_task_reads_a_stored_document_by_its_content_address(
+    app: App, conn: Any, tmp_path: Path
+) -> None:
+    import hashlib
+
+    from conveyor.documents.stores import open_store
+
+    data = b"%PDF-1.4 an invoice " * 1000
+    sha256 = hashlib.sha256(data).hexdigest()
+    upload = tmp_path / "upload.pdf"
+    upload.write_bytes(data)
+    store = open_store(f"file://{tmp_path / 'shared'}")  # storage every node mounts
+    await store.publish(upload, sha256)
+    task_id = await app.enqueue_async("ray_reads", {"store": store.url, "sha256": sha256})
+    async with Running(app):
+        await until_status(conn, task_id, "completed")
+    cur = await conn.execute("SELECT result FROM tasks WHERE id = %s", (task_id,))
+    result = (await cur.fetchone())["result"]
+    assert (result["bytes"], result["sha256"]) == (len(data), sha256)
+    assert result["pid"] != os.getpid()  # read in a Ray worker process, not here
+
+
 # ---- worker processes ---------------------------------------------------------------------
 
 
