@@ -1,15 +1,15 @@
 """The parties of a contract, from its preamble or its party blocks.
 
 A preamble names each party once, then gives it a defined term: `Acme Ltd, a company
-registered in England ("Supplier"), and Globex Inc. ("Buyer")`, `iMine Corporation,
-(hereinafter referred to as "JRVS")`, `... einer Gesellschaft deutschen Rechts
+registered in England ("Supplier"), and Globex Inc. ("Buyer")`, `Zeta Corporation,
+(hereinafter referred to as "ZC")`, `... einer Gesellschaft deutschen Rechts
 ("Auftragnehmer")`. So the defined terms are found first, and each party's name is looked
 for before its term: the text after the last "and" that follows the previous party, or
 else the first piece (between commas) that is not a description ("a Delaware
 corporation", "having its offices at ..."). A party's legal form stays with its name
-("EWSD 1, LLC"); an address, a "d/b/a" name and a description do not.
+("Alpha 1, LLC"); an address, a "d/b/a" name and a description do not.
 
-Without such a preamble, party blocks one per line: `Party A (Shipper): ZTO Express Co.,
+Without such a preamble, party blocks one per line: `Party A (Shipper): Acme Express Co.,
 Ltd.`, `Licensor: ...`. A preamble party given as a placeholder ("the company set forth
 below ("Company")") is looked up in those blocks by its term.
 
@@ -43,7 +43,7 @@ _CUE = re.compile(
     re.IGNORECASE,
 )
 # A defined term: ("Supplier"), (the "Company"), (hereinafter, the "Consultant"),
-# (the SUPPLIER), hereinafter referred to as "DGT", hereinafter referred to as Cremer.
+# (the SUPPLIER), hereinafter referred to as "ZC", hereinafter referred to as Globex.
 _TERM_IN_PARENS = re.compile(r"\((?P<body>[^()]{0,160})\)")
 # Double quotes, or single ones ('Distributor') where a quote opens the term.
 _QUOTED = re.compile(
@@ -88,7 +88,7 @@ _ENTITY_NOUN = re.compile(
 )
 # Where one party's text ends and the next one's begins: "and" after a comma, a
 # parenthesis or a dash, or after a description's last word ("a Delaware limited
-# liability company and Gridiron ..."); not inside one ("organized and existing",
+# liability company and Globex ..."); not inside one ("organized and existing",
 # "England and Wales").
 _AND = re.compile(
     r"(?P<before>[,;)\u2014\u2013-]?)\s*\b(?:and|und|et|y|e)\s*:?\s+(?:\(\d\)\s*)?", re.I
@@ -292,7 +292,7 @@ def _looks_like_name(name: str) -> bool:
 
 
 def _labelled(lines: list[str], terms: list[str]) -> str | None:
-    """The name a party block gives one of `terms` ("Company: Bravatek Solutions, Inc.")."""
+    """The name a party block gives one of `terms` ("Company: Globex Solutions, Inc.")."""
     wanted = {t.casefold() for t in terms}
     for line in lines:
         match = _LABEL.match(line)
@@ -318,7 +318,7 @@ def _from_blocks(lines: list[str]) -> list[_Party]:
 
 def _role(party: _Party) -> str | None:
     """The party's role: of its defined terms, one that names a role ("Company") rather
-    than a short form of its own name ("REIT" for Medalist Diversified REIT, Inc.)."""
+    than a short form of its own name ("REIT" for Acme Diversified REIT, Inc.)."""
     if not party.terms:
         return None
     own = [t for t in party.terms if not _from_name(t, party.name or "")]
