@@ -107,6 +107,28 @@ async def beat_stops(path: Path, *, quiet: float = 0.5, timeout: float = 10) -> 
     return float(await wait_for(stopped, timeout=timeout, what="the Ray task to stop"))
 
 
+def test_a_ray_task_s_price_is_its_resources_at_their_rates() -> None:
+    from conveyor.executors.ray import RayTask
+    from tests.ray_app import noop
+
+    shape = RayTask(
+        noop,
+        num_cpus=4,
+        num_gpus=1,
+        memory=16 * 1024**3,
+        resources={"tpu": 2},
+        usd_per_hour={"CPU": 0.05, "GPU": 2.5, "memory_gib": 0.01, "tpu": 1.0},
+    )
+    assert shape.compute_usd_per_hour == pytest.approx(4 * 0.05 + 2.5 + 16 * 0.01 + 2 * 1.0)
+    assert RayTask(noop).compute_usd_per_hour is None  # the agent's rate, as for any attempt
+    with pytest.raises(ValueError, match=r"does not ask for: \['tpu'\]"):
+        RayTask(noop, usd_per_hour={"tpu": 1.0})
+    with pytest.raises(ValueError, match="num_cpus must be >= 0"):
+        RayTask(noop, num_cpus=-1)
+    with pytest.raises(TypeError, match="needs a function"):
+        RayTask("noop")  # type: ignore[arg-type]
+
+
 # ---- one process --------------------------------------------------------------------------
 
 
