@@ -537,3 +537,20 @@ def test_a_text_printed_over_and_over_is_not_all_footer() -> None:
     contract, _ = read("\n\n".join([page] * 50))  # every line repeats: none is a footer
     assert contract.term_months == 24 and contract.governing_law == "State of Ohio"
     assert [p.name for p in contract.parties] == ["Acme Ltd", "Globex Inc."]
+
+
+def test_a_party_named_only_on_the_signature_page() -> None:
+    filler = "The Agent shall promote the Products in the Territory. " * 30
+    contract, fields = read(
+        'This "Agency" Agreement is made as of March 29, 1999, by and between Biopure '
+        'Corporation, a Delaware corporation (the "Company") and the Agent named on the '
+        'signature page hereof (the "Agent"). WHEREAS, the Company makes products. '
+        + filler
+        + "Signed, sealed and delivered as of the date first written above. THE BUTLER "
+        "COMPANY BIOPURE CORPORATION By: By: Andrew W. Wright, Title: Vice President"
+    )
+    assert names_and_roles(contract) == [
+        ("Biopure Corporation", "Company"),
+        ("THE BUTLER COMPANY", "Agent"),
+    ]
+    assert fields["parties"] < 0.9  # read off the signatures: a guess

@@ -117,6 +117,11 @@ _LABEL_NAME_END = re.compile(
     r"|\s*\(|\s{2,}"
 )
 _MAX_NAME_WORDS = 12
+_SIGNATURE_START = re.compile(r"IN\s+WITNESS\s+WHEREOF|\bSIGNED\b|/s/|\bBy:\s")
+_SIGNED_NAME = re.compile(
+    r"\b((?:[A-Z][A-Z0-9&'-]*\.?\s+){1,5}?(?:COMPANY|CORPORATION|CORP\.|INC\.|LLC|"
+    r"L\.L\.C\.|LTD\.|LIMITED|GMBH|AG|PLC|L\.P\.|CO\.))(?![A-Za-z])"
+)
 
 
 @dataclass
@@ -124,6 +129,7 @@ class _Party:
     name: str | None
     terms: list[str] = field(default_factory=list)
     quoted: bool = True  # its terms are quoted ones, not bare "(NBFC)" abbreviations
+    guessed: bool = False  # its name read off the signature blocks
 
 
 def read_parties(text: ContractText) -> tuple[list[Party], float]:
@@ -146,10 +152,15 @@ def _from_preamble(text: ContractText) -> tuple[list[_Party], float]:
         parties = _split(text.preamble[cue.end() :])
         for party in parties:
             if party.name is None or _PLACEHOLDER.search(party.name):
+                known = [p.name for p in parties if p.name and not _PLACEHOLDER.search(p.name)]
                 party.name = _labelled(text.lines[:80], party.terms)
+                if party.name is None:
+                    party.name = _signed(text, known)
+                    party.guessed = party.name is not None
         named = _once_each([p for p in parties if p.name])
         if len(named) >= 2:
             sure = all(p.terms for p in named) and len(named) == len(parties)
+            sure = sure and not any(p.guessed for p in named)
             return named, NAMED if sure else LOOSE
     return [], 0.0
 
@@ -301,6 +312,21 @@ def _labelled(lines: list[str], terms: list[str]) -> str | None:
             if name and not _PLACEHOLDER.search(name):
                 return name
     return None
+
+
+def _signed(text: ContractText, known: list[str]) -> str | None:
+    """The one name in the signature blocks that is not a party's already known ("the
+    Agent named on the signature page hereof"): a name in capitals ending in a legal
+    form, as signature blocks print them."""
+    start = _SIGNATURE_START.search(text.flat, len(text.flat) // 2)
+    if start is None:
+        return None
+    half = len(text.flat) // 2  # signature blocks print the names just before "By:"
+    region = text.flat[max(half, start.start() - 300) : start.start() + 1500]
+    for name in known:
+        region = re.sub(re.escape(name), " ", region, flags=re.IGNORECASE)
+    found = {n.strip(" ,").casefold(): n.strip(" ,") for n in _SIGNED_NAME.findall(region)}
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 def _from_blocks(lines: list[str]) -> list[_Party]:
