@@ -31,6 +31,7 @@ from tests.ray_app import app as ray_app  # noqa: E402
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """The GCS address of a local Ray cluster with 2 CPUs."""
+    before = {name: os.environ.get(name) for name in ("RAY_USAGE_STATS_ENABLED", "PYTHONPATH")}
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     # Ray's worker processes import the agents' module (tests.ray_app) as this one does.
     paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
@@ -40,6 +41,11 @@ def cluster() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+        for name, value in before.items():  # the other modules' environment as it was
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _app(settings: Settings) -> App:
