@@ -33,6 +33,7 @@ from conveyor.sql import documents as Q
 
 CACHE_BYTES = 2 << 30
 IN_USE_SECONDS = 3600.0  # a copy used this recently may be open by an attempt: kept
+_swept: set[Path] = set()
 
 
 async def document_file(db: Database, settings: Settings, sha256: str) -> Path:
@@ -60,6 +61,9 @@ async def document_file(db: Database, settings: Settings, sha256: str) -> Path:
     cached = cache.path_of(sha256)
     if await asyncio.to_thread(_touch, cached):
         return cached
+    if cache.root not in _swept:  # once per process: fetches that died with theirs
+        _swept.add(cache.root)
+        await asyncio.to_thread(cache.remove_stale_temp)
     await asyncio.to_thread(cache.temp.mkdir, parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=cache.temp, prefix="fetch-")
     os.close(fd)
