@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 async def cmd_up(args: argparse.Namespace) -> int:
     from conveyor.demo import app, enqueue_demo_documents
     from conveyor.web import create_app
+    from conveyor.web.documents import check_store
     from conveyor.web.serve import make_server
 
     app.settings = settings_from(args)
@@ -37,6 +38,7 @@ async def cmd_up(args: argparse.Namespace) -> int:
     print(f"conveyor: database: {where}", flush=True)
     db = await app.database()
     print("conveyor: migrations applied", flush=True)
+    await check_store(app)  # before the demo stores documents, and with a clear error
     if args.demo:
         async with db.connection() as conn:
             empty = not await queue.list_tasks(conn, limit=1)
@@ -138,9 +140,11 @@ async def cmd_worker(args: argparse.Namespace) -> int:
 
 async def cmd_web(args: argparse.Namespace) -> int:
     from conveyor.web import create_app
+    from conveyor.web.documents import check_store
     from conveyor.web.serve import make_server
 
     app = app_from(args, args.app) if args.app else App(settings=settings_from(args))
+    await check_store(app)  # here, for a clear error: the lifespan's would be a traceback
     server = make_server(create_app(app), args.host, args.port, token=app.settings.api_token)
     print(f"conveyor: dashboard on http://{args.host}:{args.port}/ (API docs at /docs)", flush=True)
     await _run(app, None, server)

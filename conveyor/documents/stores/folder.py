@@ -38,7 +38,11 @@ class FolderStore(Store):
             with tempfile.NamedTemporaryFile(dir=self.files.temp, prefix="check-"):
                 pass
         except OSError as exc:
-            raise storage_error(exc, self.root) from exc
+            raise StoreUnavailable(
+                f"cannot write to the documents folder {self.root} "
+                f"({exc.strerror or type(exc).__name__}): create it and make it writable by "
+                "the user Conveyor runs as, or correct CONVEYOR_DOCUMENTS_URL"
+            ) from exc
 
     async def publish(self, path: Path, sha256: str) -> None:
         await asyncio.to_thread(self._publish, path, sha256)
