@@ -343,7 +343,12 @@ async def test_concurrent_clients_never_exceed_the_limits_in_any_window() -> Non
         base_latency=0.01,
         per_token_latency=0.0005,
     )
-    sizes = random.Random(7).choices(range(20, 61), k=200)
+    # Two waves, so that each limit is the one that binds in one of them, however slowly a
+    # busy machine lets the clients arrive: 100 large requests (at most 2000 / 50 = 40 fit a
+    # window's tokens, fewer than its 50 requests), then 100 small ones (50 fit its requests,
+    # 1250 tokens at most). One mixed wave left which limit binds to the arrival rate.
+    rng = random.Random(7)
+    sizes = rng.choices(range(50, 61), k=100) + rng.choices(range(20, 26), k=100)
     bodies = [costing(size, reply=size // 4, tag=f"#{i}") for i, size in enumerate(sizes)]
 
     # 200 independent clients, as 200 workers would be (one client with a 200-connection
@@ -356,7 +361,9 @@ async def test_concurrent_clients_never_exceed_the_limits_in_any_window() -> Non
             return await until_admitted(client, body)
 
     async with simulator.serving() as url:
-        responses = await asyncio.gather(*(client_alone(url, body) for body in bodies))
+        responses = []
+        for wave in (bodies[:100], bodies[100:]):
+            responses += await asyncio.gather(*(client_alone(url, body) for body in wave))
 
     assert [r.status_code for r in responses] == [200] * 200
     assert [r.json()["usage"]["total_tokens"] for r in responses] == sizes
