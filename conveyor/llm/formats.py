@@ -1,27 +1,26 @@
 """How to ask a server for JSON: the response formats it takes, found out and remembered.
 
-Servers differ in what `response_format` they accept, and say so differently:
-
-| server                         | json_schema (OpenAI's)   | json_object + "schema"   |
-| ------------------------------ | ------------------------ | ------------------------ |
-| OpenAI, vLLM, llama.cpp's own  | yes                      | (json_object only)       |
-|   C++ server (llama-server)    |                          |                          |
-| llama-cpp-python's server      | HTTP 500, "...type must  | yes: its grammar         |
-|   (0.3.x)                      |   be ... json_object"    |   constrains the answer  |
-| Ollama (OpenAI route)          | yes (>= 0.5)             | json_object              |
+Servers differ in what `response_format` they accept, and say so differently. OpenAI's
+API takes `json_schema` (strict). llama-cpp-python's server (0.3.36, measured) refuses it
+with an HTTP 500 whose message names the field ("... 'response_format', 'type' ... Input
+should be 'text' or 'json_object'") and takes `{"type": "json_object", "schema": ...}`,
+which its grammar enforces. Other servers were not measured here: the ladder below finds
+out what each takes, whatever it answers.
 
 So a request climbs down a ladder of formats (FORMATS): `json_schema` strict, then
-`json_object` with the schema beside it (llama-cpp-python's form; others ignore or refuse
-the extra key), then `json_object` alone, then no response_format at all. Every rung but
+`json_object` with the schema beside it (llama-cpp-python's form; a server that does not
+know the key may ignore it, or refuse it, and then the next rung follows), then
+`json_object` alone, then no response_format at all. Every rung but
 the first also puts the schema in the instructions. A server's refusal of a rung (any
 status among REFUSAL_STATUSES whose message names the response format, the schema or the
 grammar) moves to the next rung and is remembered for the (base URL, model) pair for the
 rest of the process, so only the first request to a server pays for finding out. A
 refusal is never taken for an outage: it is not retried with backoff.
 
-Schemas go out in a form every grammar converter handles (`portable`): the regex escapes
-some converters break on (llama-cpp-python's crashes the server on the `\\.` of
-`^-?[0-9]+(\\.[0-9]+)?$`) are written as the classes they mean (`[.]`, `[0-9]`).
+Schemas go out in a form grammar converters handle (`portable`): regex escapes are
+written as the classes they mean (`[.]`, `[0-9]`). llama-cpp-python's converter carries
+the `\\.` of `^-?[0-9]+(\\.[0-9]+)?$` into its grammar as the literal `"\\."`, and the
+server was seen to crash on that schema (issue #12); `[.]` becomes a character class.
 """
 
 from __future__ import annotations
