@@ -15,7 +15,7 @@ Real (this file run as a script): any OpenAI-compatible server, as it is, on the
 of ../shared/realdocs (their text-only copies: what the page prints, no embedded XML):
 
     python benchmarks/extract_llm.py --base-url http://127.0.0.1:8081/v1 \
-        [--model local] [--modes offline,hybrid,llm] [--every N] [--limit N]
+        [--model local] [--modes offline,hybrid,llm] [--every N [--start K]] [--limit N]
         [--json out.json]
 
 Each document is read as the `invoice` agent reads it, once per mode (offline: rules;
@@ -154,7 +154,7 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
     langs = realdocs.languages(args.corpus)
     held_out = realdocs.held_out_sources(args.corpus)
     pdfs = sorted(folder.glob("*/*.pdf"))
-    pdfs = [p for p in pdfs if p.with_suffix(".json").exists()][:: args.every]
+    pdfs = [p for p in pdfs if p.with_suffix(".json").exists()][args.start :: args.every]
     pdfs = pdfs[: args.limit or None]
     client = LLMClient(model=args.model, base_url=args.base_url, timeout=args.timeout)
     runs: list[Run] = []
@@ -339,6 +339,7 @@ def main() -> int:
     parser.add_argument(
         "--every", type=int, default=1, help="every Nth document (a sample across sources)"
     )
+    parser.add_argument("--start", type=int, default=0, help="with --every: the first one (0)")
     parser.add_argument("--timeout", type=float, default=600.0, help="per request (600 s)")
     parser.add_argument("--chunk-tokens", type=int, default=DEFAULT_CHUNK_TOKENS)
     parser.add_argument("--json", type=Path, help="every run, written as it goes")
