@@ -22,7 +22,8 @@ class Remote:
 
     def __init__(self) -> None:
         self.go = asyncio.Event()
-        self.stopped: list[int] = []  # task ids whose run was cancelled
+        self.waiting: list[int] = []  # task ids whose run waits for the go
+        self.stopped: list[int] = []  # ... and whose run was cancelled
         self.closed = False
 
     async def run(self, attempt: Attempt) -> Ended:
@@ -30,6 +31,7 @@ class Remote:
         await attempt.started(f"remote-{task.id}-{task.attempt}")
         task.report_usage(model="remote-model", input_tokens=40, output_tokens=2)
         attempt.compute_usd_per_hour = 3600.0  # one dollar a second: its resources' rate
+        self.waiting.append(task.id)
         try:
             await self.go.wait()
         except asyncio.CancelledError:
@@ -70,9 +72,12 @@ async def test_an_executor_of_its_own_runs_with_the_lease_renewed_and_its_outcom
     worker = Worker(app, concurrency=2)
     run = asyncio.create_task(worker.run())
     try:
-        first = await wait_for(
-            lambda: _attempt_row(conn, task_id), what="the run id recorded while it runs"
-        )
+
+        async def run_id_recorded() -> Any:
+            row = await _attempt_row(conn, task_id)
+            return row if row and row["run_id"] else None
+
+        first = await wait_for(run_id_recorded, what="the run id recorded while it runs")
         assert first["run_id"] == f"remote-{task_id}-1"
 
         async def renewed() -> bool:
@@ -103,7 +108,7 @@ async def test_a_cancel_stops_the_executors_run(settings: Settings) -> None:
     worker = Worker(app, concurrency=1)
     run = asyncio.create_task(worker.run())
     try:
-        await wait_for(lambda: task_id in worker.slots.running, what="the attempt running")
+        await wait_for(lambda: remote.waiting == [task_id], what="the attempt running")
         await app.cancel_async(task_id)
         await wait_for(lambda: remote.stopped == [task_id], what="the run cancelled")
         await wait_for(lambda: not worker.held, what="its end written")

@@ -308,8 +308,7 @@ class Exchange:
 
     def _settle(self, outcomes: list[Outcome], finished: list[queue.FinishResult]) -> None:
         for outcome in outcomes:
-            if self.slots.held.get(outcome.task_id) == outcome.attempt:
-                del self.slots.held[outcome.task_id]
+            self.slots.let_go(outcome.task_id, outcome.attempt)
         self.written_count += len(outcomes)
         for r in finished:
             if not r.applied:

@@ -83,10 +83,15 @@ class Slots:
 
     def _settled_elsewhere(self, claimed: ClaimedTask) -> None:
         """A callback ended the attempt: nothing left to write, only to forget."""
-        if self.held.get(claimed.id) == claimed.attempt:
-            del self.held[claimed.id]
+        self.let_go(claimed.id, claimed.attempt)
         self.settled_count += 1
         self.outbox.progress.set()  # a lane waiting to drain may be done
+
+    def let_go(self, task_id: int, attempt: int) -> None:
+        """The attempt's end is in the database: the task is no longer held (unless a
+        newer attempt of it is)."""
+        if self.held.get(task_id) == attempt:
+            del self.held[task_id]
 
     def take_away(self, task_id: int, reason: str) -> None:
         """The task is no longer ours (cancelled, or its lease lost): stop its agent, or
