@@ -50,7 +50,10 @@ def beats(task: Task) -> dict[str, int]:
         seconds = 0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        beat.write_text(f"{time.time()} {task.attempt} {os.getpid()}")
+        # Written beside and renamed over: a reader never sees the file truncated and empty.
+        fresh = beat.with_suffix(".new")
+        fresh.write_text(f"{time.time()} {task.attempt} {os.getpid()}")
+        os.replace(fresh, beat)
         time.sleep(0.05)
     return {"attempt": task.attempt, "pid": os.getpid()}
 
