@@ -480,6 +480,26 @@ def test_a_good_url_has_one_spelling(url: str | None, canonical: str) -> None:
     assert parse(url).url == canonical
 
 
+COMMANDS = {
+    "web": ["web", "--port", "0"],
+    "worker": ["worker", "--app", "tests.worker_app:app"],
+}
+
+
+def start_and_fail(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`conveyor web` or `conveyor worker`, expected to refuse to start (a bound on it, in
+    case it does start: a worker that runs would run until the timeout)."""
+    return subprocess.run(
+        [sys.executable, "-m", "conveyor.cli", *COMMANDS[command]],
+        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 @pytest.mark.parametrize(
     ("url", "says"),
     [
@@ -488,23 +508,38 @@ def test_a_good_url_has_one_spelling(url: str | None, canonical: str) -> None:
     ],
 )
 def test_conveyor_refuses_to_start_with_a_bad_url(
-    database_url: str, tmp_path: Path, url: str, says: str
+    database_url: str, tmp_path: Path, url: str, says: str, command: str
 ) -> None:
-    """A URL that names no store, or a store that cannot be written: `conveyor web` says so
-    and exits, before it serves anything."""
-    env = {**os.environ, "CONVEYOR_DATABASE_URL": database_url, "CONVEYOR_HOME": str(tmp_path)}
-    env["CONVEYOR_DOCUMENTS_URL"] = url
-    result = subprocess.run(
-        [sys.executable, "-m", "conveyor.cli", "web", "--port", "0"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    """A URL that names no store, or a store that cannot be written: `conveyor web` and
+    `conveyor worker` say so in one line and exit, before they serve or claim anything."""
+    env = {"CONVEYOR_DATABASE_URL": database_url, "CONVEYOR_HOME": str(tmp_path)}
+    result = start_and_fail(command, {**env, "CONVEYOR_DOCUMENTS_URL": url})
     assert result.returncode == 1
     assert says in result.stderr
-    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_worker_whose_bucket_is_missing_or_unreachable_does_not_start(
+    s3_env: dict[str, str], database_url: str, tmp_path: Path
+) -> None:
+    url = f"s3://no-such-bucket-{secrets.token_hex(4)}/docs"
+    env = {
+        "CONVEYOR_DATABASE_URL": database_url,
+        "CONVEYOR_HOME": str(tmp_path),
+        "CONVEYOR_DOCUMENTS_URL": url,
+    }
+    missing = start_and_fail("worker", env)
+    assert missing.returncode == 1
+    assert f"conveyor: error: cannot write to the document store {url}" in missing.stderr
+    assert "does not exist" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+
+    nobody = start_and_fail(
+        "worker", {**env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}
+    )
+    assert nobody.returncode == 1
+    assert f"conveyor: error: cannot write to the document store {url}" in nobody.stderr
+    assert len(nobody.stderr.strip().splitlines()) == 1, nobody.stderr
 
 
 async def test_an_unreachable_or_missing_bucket_stops_start_up(

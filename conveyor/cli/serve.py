@@ -133,8 +133,18 @@ async def _run(app: App, worker: Worker | None, server: Server | None) -> None:
 
 
 async def cmd_worker(args: argparse.Namespace) -> int:
+    from conveyor.documents.stores import configured_store
+
     app = app_from(args, args.app)
-    await _run(app, _worker(app, args), None)
+    worker = _worker(app, args)
+    # The store this worker's CONVEYOR_DOCUMENTS_URL names (what its prune deletes from): a
+    # wrong bucket or credentials stop it here with one line, not at its first document.
+    try:
+        await configured_store(app.settings).check(await app.database())
+    except BaseException:
+        await app.aclose()  # an embedded database it started stops with it
+        raise
+    await _run(app, worker, None)
     return 0
 
 
