@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from conveyor import App, Task
+from conveyor.executors import Attempt, Succeeded
 from conveyor.executors.ray import RayTask
 from conveyor.settings import Settings
 
@@ -51,9 +53,52 @@ async def inproc(task: Task) -> None:
     return None
 
 
+#: Seconds spent in each step of the timed Ray attempts, by step.
+STEPS: dict[str, list[float]] = {"submit": [], "result": [], "run id": [], "run": []}
+
+
+@dataclass
+class TimedRayTask(RayTask):
+    """RayTask with a clock around its steps: submitting the Ray task, awaiting its result,
+    writing the run id, and the whole of run() (what is left of it is the executor's own
+    code). A few perf_counter() calls per attempt: microseconds."""
+
+    def _submit(self, remote: Any, task: Task) -> Any:
+        began = time.perf_counter()
+        try:
+            return super()._submit(remote, task)
+        finally:
+            STEPS["submit"].append(time.perf_counter() - began)
+
+    async def _result(self, ref: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return await super()._result(ref)
+        finally:
+            STEPS["result"].append(time.perf_counter() - began)
+
+    async def run(self, attempt: Attempt) -> Succeeded:
+        began = time.perf_counter()
+        started = attempt.started
+
+        async def timed_started(run_id: str) -> None:
+            at = time.perf_counter()
+            try:
+                await started(run_id)
+            finally:
+                STEPS["run id"].append(time.perf_counter() - at)
+
+        attempt.started = timed_started  # type: ignore[method-assign]
+        try:
+            return await super().run(attempt)
+        finally:
+            STEPS["run"].append(time.perf_counter() - began)
+
+
 app = App()
 app.agent("inproc")(inproc)
 app.external("ray_noop", RayTask(noop, num_cpus=2 / CONCURRENCY))
+app.external("ray_timed", TimedRayTask(noop, num_cpus=2 / CONCURRENCY))
 
 
 async def _durations(conn: Any, agent: str, since: int) -> tuple[list[float], float]:
@@ -120,10 +165,28 @@ async def overhead(url: str, tasks: int) -> None:
         await _drain(bench, "ray_noop", 8 * CONCURRENCY)  # Ray's worker processes
         since = await _drain(bench, "ray_noop", tasks)
         remote = _stats("Ray task", *await _durations(conn, "ray_noop", since))
+        since = await _drain(bench, "ray_timed", tasks)
+        timed = _stats("timed Ray", *await _durations(conn, "ray_timed", since))
     print(
         f"Ray adds {remote['mean_ms'] - local['mean_ms']:.2f} ms per attempt (mean) at "
         f"concurrency {CONCURRENCY}; throughput {local['per_s']:.0f} -> "
-        f"{remote['per_s']:.0f} attempts/s"
+        f"{remote['per_s']:.0f} attempts/s, i.e. "
+        f"{1000 / remote['per_s'] - 1000 / local['per_s']:.2f} ms more of wall time per attempt"
+    )
+    _breakdown(timed)
+
+
+def _breakdown(timed: dict[str, float]) -> None:
+    """Where a timed Ray attempt's time went (means over its attempts, ms)."""
+    mean = {step: statistics.fmean(s) * 1000 for step, s in STEPS.items() if s}
+    p50 = {step: sorted(s)[len(s) // 2] * 1000 for step, s in STEPS.items() if s}
+    rest = mean["run"] - mean["submit"] - mean["result"] - mean.get("run id", 0.0)
+    print(
+        f"   breakdown: attempt {timed['mean_ms']:.2f} ms = worker outside the executor "
+        f"{timed['mean_ms'] - mean['run']:.2f} + executor.run {mean['run']:.2f} "
+        f"(submit {mean['submit']:.2f}, result {mean['result']:.2f}, "
+        f"run id write {mean.get('run id', 0.0):.2f}, the rest {rest:.2f}); p50: "
+        + ", ".join(f"{step} {ms:.2f}" for step, ms in p50.items())
     )
 
 
@@ -136,17 +199,23 @@ async def plain_ray(tasks: int) -> None:
     slots = asyncio.Semaphore(CONCURRENCY)
     durations: list[float] = []
 
+    submits: list[float] = []
+
     async def one() -> None:
         async with slots:
             began = time.perf_counter()
-            await remote.remote(None)
+            ref = remote.remote(None)
+            submits.append(time.perf_counter() - began)
+            await ref
             durations.append(time.perf_counter() - began)
 
     await asyncio.gather(*(one() for _ in range(8 * CONCURRENCY)))  # warm-up
     durations.clear()
+    submits.clear()
     began = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(tasks)))
     _stats("plain Ray", durations, time.perf_counter() - began)
+    print(f"   (submit {statistics.fmean(submits) * 1000:.2f} ms mean of that)")
 
 
 async def exactly_once(url: str, tasks: int, address: str) -> None:

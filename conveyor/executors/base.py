@@ -13,9 +13,12 @@ ended through the exchange, fenced by the attempt. An executor owns only the run
   the worker shuts down and hands it back): `run` then stops the work it started (kills
   the process, cancels the remote task) and lets `asyncio.CancelledError` propagate.
 - The attempt's run id (a pid, a remote job's id) is recorded with `await
-  attempt.started(run_id)`; model usage is reported on `attempt.task` (`report_usage`), as
-  an agent function does; an executor whose compute is priced otherwise than by the
-  agent's declared rate sets `attempt.compute_usd_per_hour` before it returns.
+  attempt.started(run_id)` while it runs; one known only at the end (the node a remote
+  task ran on) is set as `attempt.run_id` and written with the outcome, without a round
+  trip of its own (a run id is written once: the first wins); model usage is reported
+  on `attempt.task` (`report_usage`), as an agent function does; an executor whose
+  compute is priced otherwise than by the agent's declared rate sets
+  `attempt.compute_usd_per_hour` before it returns.
 - How it ended is the return value or the exception:
     `Succeeded(value)`   the result, stored as the task's result (it must be JSON);
     `CalledBack()`       the job ended the attempt itself, by its signed callback: the

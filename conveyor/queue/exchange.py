@@ -106,7 +106,7 @@ def storable(outcome: Outcome) -> Outcome:
     PDF quotes its text). A result is the agent's answer and is not altered: the attempt
     fails instead, saying why, without a retry (the same code would return the same)."""
     changes: dict[str, Any] = {}
-    for name in ("error", "model", "trace_id"):
+    for name in ("error", "model", "trace_id", "run_id"):
         value = getattr(outcome, name)
         if value is not None and "\x00" in value:
             changes[name] = value.replace("\x00", "\\x00")
@@ -132,7 +132,9 @@ def _may_hold_nul(arrays: dict[str, list[Any]]) -> bool:
     """Whether any text of the batch may hold what storable() changes: one scan in C of
     each column joined, instead of a check per outcome on the hot path (a false alarm
     only costs the exact check)."""
-    text = "".join(filter(None, arrays["errors"] + arrays["models"] + arrays["trace_ids"]))
+    text = "".join(
+        filter(None, arrays["errors"] + arrays["models"] + arrays["trace_ids"] + arrays["run_ids"])
+    )
     results = "".join(filter(None, arrays["results"]))
     return "\x00" in text or "\x00" in results or "\\u0000" in results
 
@@ -152,6 +154,7 @@ def _arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
         "trace_ids": [o.trace_id for o in outcomes],
         "llm_costs": [o.llm_cost_usd for o in outcomes],
         "compute_rates": [o.compute_usd_per_hour for o in outcomes],
+        "run_ids": [o.run_id for o in outcomes],
     }
 
 

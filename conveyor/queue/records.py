@@ -89,6 +89,7 @@ class Outcome:
     trace_id: str | None = None
     llm_cost_usd: float | None = None
     compute_usd_per_hour: float | None = None  # None: the rate on the agent's row
+    run_id: str | None = None  # where it ran, if not recorded yet (a run id is written once)
     agent: str | None = None  # for the worker's own bookkeeping (throttling); not written
 
 

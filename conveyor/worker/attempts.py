@@ -139,6 +139,7 @@ class Attempts:
                 {m: (i, o) for m, (i, o) in usage.by_model.items()}
             ),
             compute_usd_per_hour=attempt.compute_usd_per_hour,
+            run_id=attempt.run_id,
         )
 
     def outcome(self, claimed: ClaimedTask, kind: str, **values: Any) -> Outcome:

@@ -52,7 +52,10 @@ CREATE OR REPLACE FUNCTION conveyor_end_attempts(
     p_task_ids bigint[], p_attempts integer[], p_outcomes text[], p_results jsonb[],
     p_errors text[], p_retry_delays double precision[], p_models text[],
     p_input_tokens integer[], p_output_tokens integer[], p_started_after double precision[],
-    p_trace_ids text[], p_llm_costs numeric[], p_compute_rates double precision[]
+    p_trace_ids text[], p_llm_costs numeric[], p_compute_rates double precision[],
+    -- Where the attempt ran, when its executor learnt it only at the end (a Ray task's
+    -- node): written here rather than in a round trip of its own.
+    p_run_ids text[] DEFAULT NULL
 ) RETURNS TABLE (task_id bigint, attempt integer, applied boolean, status text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -65,10 +68,10 @@ BEGIN
                clock_timestamp() AS ended_at
         FROM unnest(p_task_ids, p_attempts, p_outcomes, p_results, p_errors, p_retry_delays,
                     p_models, p_input_tokens, p_output_tokens, p_started_after, p_trace_ids,
-                    p_llm_costs, p_compute_rates)
+                    p_llm_costs, p_compute_rates, p_run_ids)
              AS o(task_id, attempt, outcome, result, error, retry_delay, model,
                   input_tokens, output_tokens, started_after_s, trace_id, llm_cost,
-                  compute_rate)
+                  compute_rate, run_id)
     ), decided AS (
         SELECT o.*,
                CASE
@@ -120,6 +123,7 @@ BEGIN
             input_tokens = coalesce(a.input_tokens, o.input_tokens),
             output_tokens = coalesce(a.output_tokens, o.output_tokens),
             trace_id = coalesce(a.trace_id, o.trace_id),
+            run_id = coalesce(a.run_id, o.run_id),
             llm_cost_usd = coalesce(a.llm_cost_usd, o.llm_cost),
             -- Wall time from the agent's start (as above) to now, at the agent's rate: the
             -- worker sends it (one join less on the hot path); others (a callback, the
