@@ -462,3 +462,39 @@ def test_the_web_app_takes_the_retry_policy_without_the_worker() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['conveyor.policy']"
+
+
+async def test_no_lane_claims_an_agent_while_the_other_records_its_throttling(
+    settings: Settings,
+) -> None:
+    """While one lane records what a 429 taught an agent, the lesson is in neither the
+    worker's pending throttles nor the database: the other lane must not claim the agent
+    meanwhile (it would claim at the budget the endpoint refused), and must wait rather
+    than spin (a lane that sent empty exchanges starved the loop: the worker hung)."""
+    app = App(settings=settings)
+
+    @app.agent("llm")
+    async def llm(task: Task) -> str:
+        return "ok"
+
+    task_id = await app.enqueue_async("llm", {})
+    worker = Worker(app, concurrency=1)
+    exchange = worker.exchange
+    exchange.recording["llm"] += 1  # as while a lane's report_throttled is in flight
+    looks = 0
+    poll_interval = exchange.poll_interval
+
+    def counted() -> float:
+        nonlocal looks
+        looks += 1
+        return poll_interval()
+
+    exchange.poll_interval = counted  # type: ignore[method-assign]
+    async with Running(worker):
+        await wait_for(lambda: looks >= 6, what="both lanes idle through three polls")
+        assert await status_of(app, task_id) == TaskStatus.ENQUEUED
+        assert worker.claimed_count == 0
+        exchange.recording["llm"] -= 1  # the report is done: its exchange's end wakes a lane
+        exchange.outbox.progress.set()
+        await wait_for(lambda: _all(app, [task_id], TaskStatus.COMPLETED), what="the claim")
+    await app.aclose()
