@@ -14,6 +14,7 @@ conveyor.executors.callback, and the secrets and signatures in conveyor.executor
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -100,10 +101,36 @@ def report(
         return answer
 
 
+USAGE = """usage: python -m conveyor.external [succeeded|failed] ['{"result": ...}']
+
+Finish this job's attempt by its signed callback. The JSON holds report()'s keywords
+(result, error, model, input_tokens, output_tokens, cost_usd, trace_id); the URL and
+secret come from CONVEYOR_CALLBACK_URL and CONVEYOR_CALLBACK_SECRET."""
+
+
 def main() -> None:
     """`python -m conveyor.external succeeded '{"result": ...}'`, for shell-script jobs."""
-    status = sys.argv[1] if len(sys.argv) > 1 else "succeeded"
-    extra = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    args = sys.argv[1:]
+    if args[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return
+    status = args[0] if args else "succeeded"
+    try:
+        extra = json.loads(args[1]) if len(args) > 1 else {}
+    except ValueError as exc:
+        sys.exit(f"conveyor.external: the second argument is not JSON: {exc}\n\n{USAGE}")
+    if not isinstance(extra, dict):
+        sys.exit(f"conveyor.external: the second argument must be a JSON object\n\n{USAGE}")
+    unknown = sorted(set(extra) - set(inspect.signature(report).parameters) - {"status"})
+    if unknown:
+        sys.exit(f"conveyor.external: unknown keys {unknown}\n\n{USAGE}")
+    missing = [
+        name
+        for name in ("CONVEYOR_CALLBACK_URL", "CONVEYOR_CALLBACK_SECRET")
+        if name not in os.environ and name.split("_")[-1].lower() not in extra
+    ]
+    if missing:
+        sys.exit(f"conveyor.external: {' and '.join(missing)} not set (a job gets them)")
     print(json.dumps(report(status, **extra)))
 
 

@@ -155,3 +155,30 @@ def test_what_is_neither_an_executor_nor_a_dispatcher_is_refused(settings: Setti
     app.external("odd", object())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="object is neither an executor"):
         Worker(app)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["succeeded"], "CONVEYOR_CALLBACK_URL and CONVEYOR_CALLBACK_SECRET not set"),
+        (["succeeded", "{not json"], "the second argument is not JSON"),
+        (["failed", "[1]"], "must be a JSON object"),
+        (["failed", '{"bogus": 1}'], "unknown keys ['bogus']"),
+    ],
+)
+def test_python_m_conveyor_external_says_what_is_wrong(args: list[str], says: str) -> None:
+    """A shell-script job's bad call gets a line saying why, not a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONVEYOR_CALLBACK_")}
+    out = subprocess.run(
+        [sys.executable, "-m", "conveyor.external", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert says in out.stderr and "Traceback" not in out.stderr
