@@ -59,6 +59,12 @@ FOR UPDATE OF d SKIP LOCKED;
 -- With their chunks (ON DELETE CASCADE).
 DELETE FROM documents WHERE id = ANY(%(ids)s::bigint[]);
 
+-- name: documents_stores
+-- Every store some document is in: where the pruner sweeps the temp files or keys of
+-- uploads that died mid-write. A scan of documents (no index leads with store), run once
+-- per prune; the rows are as many as the documents unpruned tasks refer to.
+SELECT DISTINCT store FROM documents WHERE store IS NOT NULL;
+
 -- name: documents_to_move
 -- The next documents, in id order, that are not in the store `conveyor documents migrate`
 -- moves them to: a migration that stopped starts again where it was.

@@ -12,6 +12,7 @@ counted — PDFium needs a file), and only a complete, accepted file reaches a s
   written again if a prune removed it a moment ago).
 * `fetch(db, sha256, document_id, out)` writes a document to a local file, streaming.
 * `delete(conn, sha256, document_id)` inside a prune's transaction.
+* `sweep_temp(before)` after a prune: the temp files or keys of uploads that died.
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def delete(self, conn: Connection, sha256: str, document_id: int) -> None:
         """Remove the document's bytes (a prune; missing bytes are not an error)."""
+
+    async def sweep_temp(self, before: float) -> int:
+        """Delete the temp files or keys of uploads that died mid-write, last written before
+        `before` (seconds since the epoch); return how many. PostgreSQL has none: its
+        chunks go with their transaction."""
+        return 0
 
     def local_path(self, sha256: str) -> Path | None:
         """A path a reader on this machine may open directly, if the store has one."""

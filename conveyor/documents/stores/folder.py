@@ -13,6 +13,7 @@ import errno
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from conveyor.db.pool import Connection, Database
@@ -55,6 +56,10 @@ class FolderStore(Store):
 
     async def delete(self, conn: Connection, sha256: str, document_id: int) -> None:
         await asyncio.to_thread(self.local_path(sha256).unlink, missing_ok=True)
+
+    async def sweep_temp(self, before: float) -> int:
+        # tmp/ holds the spool of uploads in progress too: a live one writes all the time.
+        return await asyncio.to_thread(self.files.remove_stale_temp, time.time() - before)
 
     def _publish(self, path: Path, sha256: str) -> None:
         final = self.local_path(sha256)

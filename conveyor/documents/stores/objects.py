@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from conveyor.document_urls import StoreUrl
 from conveyor.documents.stores.base import CHUNK_BYTES, DocumentMissing, Store, StoreUnavailable
 
 PART_BYTES = 8 << 20  # what the SDK buffers before sending a part (S3's minimum is 5 MiB)
+# Azure takes blocks of any size; the aiohttp transport of its SDK warns of a body held as
+# bytes over 1 MiB ("might lock the event loop"), so its blocks are 1 MiB.
+_PART_BYTES = {"abfs": CHUNK_BYTES, "abfss": CHUNK_BYTES, "az": CHUNK_BYTES}
 
 # Bounds on every request, so that a store that stopped answering fails the upload or
 # the attempt instead of hanging it.
@@ -37,6 +41,8 @@ _OPTIONS: dict[str, dict[str, Any]] = {
             "retries": {"max_attempts": 3, "mode": "standard"},
         },
     },
+    # adlfs: seconds to connect and between bytes read (the SDK's own default is minutes).
+    **{azure: {"connection_timeout": 10, "read_timeout": 60} for azure in ("abfs", "abfss", "az")},
 }
 
 
@@ -49,6 +55,7 @@ class ObjectStore(Store):
         options = {"skip_instance_cache": True, "use_listings_cache": False}
         options |= _OPTIONS.get(where.scheme, {})
         self.fs = fsspec.filesystem(where.scheme, **options)
+        self.part_bytes = _PART_BYTES.get(where.scheme, PART_BYTES)
 
     def key(self, sha256: str) -> str:
         return f"{self.prefix}/{sha256[:2]}/{sha256[2:4]}/{sha256}"
@@ -68,6 +75,9 @@ class ObjectStore(Store):
     async def delete(self, conn: Connection, sha256: str, document_id: int) -> None:
         await asyncio.to_thread(self._delete, sha256)
 
+    async def sweep_temp(self, before: float) -> int:
+        return await asyncio.to_thread(self._sweep_temp, before)
+
     # -----------------------------------------------------------------------------------
 
     def _check(self) -> None:
@@ -75,6 +85,26 @@ class ObjectStore(Store):
         with self._errors("cannot write to"):
             self.fs.pipe_file(probe, b"conveyor")
             self.fs.rm_file(probe)
+
+    def _sweep_temp(self, before: float) -> int:
+        """Temp keys are written whole (a part at a time, visible once complete) and moved
+        at once, so one last written before `before` (a day ago) is an upload's that died
+        between the two. Parts of a multipart upload that never completed are not keys:
+        the bucket's own rule expires those (S3: AbortIncompleteMultipartUpload)."""
+        try:
+            with self._errors("cannot list the temp keys of", reading=True):
+                entries = self.fs.ls(f"{self.prefix}/tmp", detail=True)
+        except _Missing:
+            return 0  # no upload has died here yet
+        removed = 0
+        for entry in entries:
+            written = _written(entry)
+            if entry.get("type") != "file" or written is None or written >= before:
+                continue
+            with contextlib.suppress(_Missing), self._errors("cannot delete from", reading=True):
+                self.fs.rm_file(entry["name"])
+                removed += 1
+        return removed
 
     def _publish(self, path: Path, sha256: str) -> None:
         final = self.key(sha256)
@@ -85,7 +115,7 @@ class ObjectStore(Store):
             try:
                 with (
                     path.open("rb") as source,
-                    self.fs.open(temp, "wb", block_size=PART_BYTES) as target,
+                    self.fs.open(temp, "wb", block_size=self.part_bytes) as target,
                 ):
                     while data := source.read(CHUNK_BYTES):
                         target.write(data)
@@ -128,9 +158,23 @@ class ObjectStore(Store):
         except (StoreUnavailable, DocumentMissing, _Missing):
             raise
         except Exception as exc:  # the SDKs raise many kinds; all mean the same here
-            reason = str(exc).strip() or type(exc).__name__
+            # The first line: Azure's messages go on with a request id and the XML answer.
+            reason = (str(exc).strip() or type(exc).__name__).splitlines()[0]
             raise StoreUnavailable(f"{doing} the document store {self.url}: {reason}") from exc
 
 
 class _Missing(Exception):
     pass
+
+
+def _written(entry: dict[str, Any]) -> float | None:
+    """When a listed key was last written, as each SDK names it (None: not known, kept)."""
+    for name in ("LastModified", "last_modified", "updated", "mtime"):
+        value = entry.get(name)
+        if isinstance(value, str):
+            value = datetime.fromisoformat(value)
+        if isinstance(value, datetime):
+            return value.timestamp()
+        if isinstance(value, int | float):
+            return float(value)
+    return None
