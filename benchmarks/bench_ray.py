@@ -124,6 +124,15 @@ async def _drain(bench: App, agent: str, count: int) -> int:
         before = int((await cur.fetchone())["m"])  # type: ignore[index]
     await bench.enqueue_many_async([{"agent": agent, "payload": {}} for _ in range(count)])
     worker = Worker(bench, concurrency=CONCURRENCY)
+    exchanges: list[float] = []  # each exchange's round trip (outcomes out, claims in)
+    moving_average = worker.timings.exchanged
+
+    def exchanged(seconds: float) -> None:
+        exchanges.append(seconds)
+        moving_average(seconds)
+
+    worker.timings.exchanged = exchanged  # type: ignore[method-assign]
+    cpu = time.process_time()
     running = asyncio.create_task(worker.run())
     async with bench.connection() as conn:
         while True:
@@ -136,6 +145,12 @@ async def _drain(bench: App, agent: str, count: int) -> int:
             await asyncio.sleep(0.05)
     worker.stop()
     await running
+    cpu = time.process_time() - cpu
+    print(
+        f"{'':>14}{agent}: {len(exchanges)} exchanges, "
+        f"{statistics.fmean(exchanges) * 1000:.2f} ms mean round trip; this process's CPU "
+        f"{cpu * 1000 / count:.2f} ms per attempt"
+    )
     return before
 
 
@@ -212,10 +227,14 @@ async def plain_ray(tasks: int) -> None:
     await asyncio.gather(*(one() for _ in range(8 * CONCURRENCY)))  # warm-up
     durations.clear()
     submits.clear()
+    cpu = time.process_time()
     began = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(tasks)))
     _stats("plain Ray", durations, time.perf_counter() - began)
-    print(f"   (submit {statistics.fmean(submits) * 1000:.2f} ms mean of that)")
+    print(
+        f"   (submit {statistics.fmean(submits) * 1000:.2f} ms mean of that; the driver's "
+        f"CPU {(time.process_time() - cpu) * 1000 / tasks:.2f} ms per task)"
+    )
 
 
 async def exactly_once(url: str, tasks: int, address: str) -> None:

@@ -22,6 +22,16 @@ def noop(task: Task) -> dict[str, Any]:
     return {"pid": os.getpid(), "task": task.id}
 
 
+def echoes(task: Task) -> dict[str, Any]:
+    """The Task as the Ray task received it (its fields travel as plain values)."""
+    return {
+        "id": task.id, "agent": task.agent, "payload": task.payload, "attempt": task.attempt,
+        "max_attempts": task.max_attempts, "priority": task.priority,
+        "created_at": task.created_at.isoformat(), "tenant": task.tenant,
+        "labels": task.labels, "estimated_tokens": task.estimated_tokens,
+    }  # fmt: skip
+
+
 def spends(task: Task) -> dict[str, Any]:
     task.report_usage(model="gpt-4o-mini", input_tokens=1200, output_tokens=300)
     task.report_usage(model="gpt-4o-mini", input_tokens=800, output_tokens=100)
@@ -73,6 +83,7 @@ def reads_document(task: Task) -> dict[str, Any]:
 
 app.external("ray_noop", RayTask(noop, num_cpus=0.25))
 app.external("ray_reads", RayTask(reads_document, num_cpus=0.25))
+app.external("ray_echoes", RayTask(echoes, num_cpus=0.25), max_attempts=2)
 app.external(
     "ray_spends",
     RayTask(

@@ -165,6 +165,23 @@ async def test_usage_reported_inside_ray_and_the_resources_cost_reach_the_attemp
     assert (await cur.fetchone())["result"] == {"pages": 3}
 
 
+async def test_a_ray_task_receives_its_task_as_the_worker_claimed_it(app: App, conn: Any) -> None:
+    payload = {"document_id": "d-17", "pages": [1, 2], "big": 2**70, "ratio": 0.5, "none": None}
+    task_id = await app.enqueue_async(
+        "ray_echoes", payload, priority=7, estimated_tokens=1500, tenant="acme",
+        labels={"source": "mail"},
+    )  # fmt: skip
+    async with Running(app):
+        await until_status(conn, task_id, "completed")
+    cur = await conn.execute("SELECT result, created_at FROM tasks WHERE id = %s", (task_id,))
+    row = await cur.fetchone()
+    assert row["result"] == {
+        "id": task_id, "agent": "ray_echoes", "payload": payload, "attempt": 1,
+        "max_attempts": 2, "priority": 7, "created_at": row["created_at"].isoformat(),
+        "tenant": "acme", "labels": {"source": "mail"}, "estimated_tokens": 1500,
+    }  # fmt: skip
+
+
 async def test_a_ray_task_that_raises_fails_its_attempt_with_the_remote_traceback(
     app: App, conn: Any
 ) -> None:

@@ -8,7 +8,8 @@ the outcome, fenced by the attempt; Conveyor's attempts are the only retry polic
 Ray task has `max_retries=0`).
 
 - dispatch: `fn` is shipped to the cluster once (a remote function per RayTask); each
-  attempt sends its `Task` (payload, ids) and the resources declared here;
+  attempt sends its `Task`'s fields as plain values (payload, ids), rebuilt into a Task
+  there, and the resources declared here;
 - usage: `task.report_usage(...)` inside the Ray task is carried back with its result (or
   its exception) and lands on the attempt, priced like any other;
 - cancel: a cancelled task, a lost lease or a worker shutting down cancels the Ray task
@@ -43,6 +44,7 @@ import threading
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from conveyor.errors import PermanentFailure, Throttled
@@ -72,10 +74,35 @@ class _Ended:
     remote_traceback: str = ""
 
 
-def _attempt_in_ray(fn: Callable[[Task], Any], task: Task) -> _Ended:
+#: What an attempt sends to its Ray task: the Task's fields as plain values, which Ray
+#: serializes with msgpack; a Task object went through cloudpickle, a third of the time
+#: that submitting a Ray task took in the worker's loop (a py-spy profile, see
+#: docs/benchmarks.md).
+Sent = tuple[Any, ...]
+
+
+def _sent(task: Task) -> Sent:
+    return (
+        task.id, task.agent, task.payload, task.attempt, task.max_attempts, task.priority,
+        task.created_at.isoformat(), task.tenant, task.labels, task.estimated_tokens,
+    )  # fmt: skip
+
+
+def _received(sent: Sent) -> Task:
+    task_id, agent, payload, attempt, max_attempts, priority, created_at, *rest = sent
+    tenant, labels, estimated_tokens = rest
+    return Task(
+        id=task_id, agent=agent, payload=payload, attempt=attempt, max_attempts=max_attempts,
+        priority=priority, created_at=datetime.fromisoformat(created_at), tenant=tenant,
+        labels=labels, estimated_tokens=estimated_tokens,
+    )  # fmt: skip
+
+
+def _attempt_in_ray(fn: Callable[[Task], Any], sent: Sent) -> _Ended:
     """Runs in a Ray worker process: the agent function, its usage, how it ended."""
     import ray
 
+    task = _received(sent)
     node = ray.get_runtime_context().get_node_id()
     try:
         value = fn(task)
@@ -177,7 +204,7 @@ class RayTask:
     def _submit(self, remote: Any, task: Task) -> Any:
         """Hand the attempt to Ray: its ObjectRef (a step of its own, so that a benchmark
         can time it)."""
-        return remote.remote(task)
+        return remote.remote(_sent(task))
 
     async def _result(self, ref: Any) -> _Ended:
         """What the Ray task sent back, awaited without blocking the loop."""
@@ -203,8 +230,8 @@ class RayTask:
             if self._remote is None:
                 fn = self.fn
 
-                def conveyor_attempt(task: Task) -> _Ended:
-                    return _attempt_in_ray(fn, task)
+                def conveyor_attempt(sent: Sent) -> _Ended:
+                    return _attempt_in_ray(fn, sent)
 
                 # One name and one resource shape for every attempt: Ray reuses a worker
                 # process only between tasks of one shape, and a name per attempt made
