@@ -11,7 +11,10 @@ In a fresh database created and dropped here, on a local Ray cluster this proces
    CPUs, so that all the slots run at once on the 2 CPUs), after a warm-up of 8 x
    concurrency Ray tasks that starts Ray's worker processes. An attempt's time is
    `finished_at - started_at` of its task_attempts row (the real moments it began and
-   ended); what Ray adds is the difference of the means, and of the throughputs.
+   ended); what Ray adds is the difference of the means, and of the throughputs. Then as
+   many again through TimedRayTask, which times the steps of each attempt: where its time
+   goes (the worker outside the executor, submitting, the Ray task to its result, the run
+   id's write). For each drain: its exchanges' round trip, this process's CPU per attempt.
 2. Exactly-once: `--tasks` no-op Ray attempts through 2 `conveyor worker` processes that
    join the cluster through CONVEYOR_RAY_ADDRESS: attempts, distinct tasks, lost and
    repeated attempts are counted.
