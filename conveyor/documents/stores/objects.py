@@ -27,9 +27,10 @@ from conveyor.document_urls import StoreUrl
 from conveyor.documents.stores.base import CHUNK_BYTES, DocumentMissing, Store, StoreUnavailable
 
 PART_BYTES = 8 << 20  # what the SDK buffers before sending a part (S3's minimum is 5 MiB)
-# Azure takes blocks of any size; the aiohttp transport of its SDK warns of a body held as
-# bytes over 1 MiB ("might lock the event loop"), so its blocks are 1 MiB.
-_PART_BYTES = {"abfs": CHUNK_BYTES, "abfss": CHUNK_BYTES, "az": CHUNK_BYTES}
+# adlfs and gcsfs hand each part to aiohttp as bytes, which warns of a body over 1 MiB
+# ("might lock the event loop"): their parts are 1 MiB (Azure takes blocks of any size,
+# GCS multiples of 256 KiB).
+_PART_BYTES = dict.fromkeys(("abfs", "abfss", "az", "gs", "gcs"), CHUNK_BYTES)
 
 # Bounds on every request, so that a store that stopped answering fails the upload or
 # the attempt instead of hanging it.
