@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -644,6 +645,24 @@ def test_a_bad_url_says_what_is_wrong(url: str, says: str) -> None:
     with pytest.raises(BadStoreUrl) as raised:
         parse(url)
     assert says in str(raised.value)
+
+
+@pytest.mark.parametrize(("scheme", "extra"), [("gs", "gcs"), ("abfs", "azure"), ("s3", "s3")])
+def test_a_store_whose_extra_is_not_installed_says_which_to_install(
+    scheme: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The test extra installs every SDK: here one is taken away from the import system."""
+    import importlib.util
+
+    from conveyor.document_urls import OBJECT_STORES
+
+    module = OBJECT_STORES[scheme][1]
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == module else find_spec(name)
+    )
+    with pytest.raises(BadStoreUrl, match=re.escape(f"pip install 'conveyor[{extra}]'")):
+        parse(f"{scheme}://bucket/docs")
 
 
 @pytest.mark.parametrize(
