@@ -1,12 +1,16 @@
 """Ray attempts: the time a Ray task adds to an attempt, and exactly-once across workers.
 
-    python benchmarks/bench_ray.py [--server URL] [--tasks 1000] [--concurrency 16]
+    python benchmarks/bench_ray.py [--server URL] [--tasks 1000] [--phases plain overhead once]
+
+(BENCH_RAY_CONCURRENCY=16 sets the concurrency.) A profile of the Ray attempts alone:
+`py-spy record -r 250 --format raw -o ray.txt -- python benchmarks/bench_ray.py --phases
+overhead`.
 
 In a fresh database created and dropped here, on a local Ray cluster this process starts
 (`ray.init(num_cpus=2)`, no dashboard, usage stats off):
 
-0. Ray alone: the same no-op from a plain Ray driver, `--concurrency` at a time.
-1. Overhead: one worker in this process, `--concurrency` slots, runs `--tasks` no-op
+0. plain: the same no-op from a plain Ray driver, the concurrency at a time.
+1. overhead: one worker in this process, as many slots, runs `--tasks` no-op
    attempts in the worker's loop, then as many no-op Ray tasks (each asks for 2/concurrency
    CPUs, so that all the slots run at once on the 2 CPUs), after a warm-up of 8 x
    concurrency Ray tasks that starts Ray's worker processes. An attempt's time is
@@ -15,7 +19,7 @@ In a fresh database created and dropped here, on a local Ray cluster this proces
    many again through TimedRayTask, which times the steps of each attempt: where its time
    goes (the worker outside the executor, submitting, the Ray task to its result, the run
    id's write). For each drain: its exchanges' round trip, this process's CPU per attempt.
-2. Exactly-once: `--tasks` no-op Ray attempts through 2 `conveyor worker` processes that
+2. once: `--tasks` no-op Ray attempts through 2 `conveyor worker` processes that
    join the cluster through CONVEYOR_RAY_ADDRESS: attempts, distinct tasks, lost and
    repeated attempts are counted.
 """
@@ -294,6 +298,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", default=os.environ.get("CONVEYOR_TEST_DATABASE_URL"))
     parser.add_argument("--tasks", type=int, default=1000)
+    phases = ["plain", "overhead", "once"]
+    parser.add_argument("--phases", nargs="+", choices=phases, default=phases)
     args = parser.parse_args()
     if not args.server:
         sys.exit("--server URL (or CONVEYOR_TEST_DATABASE_URL): a PostgreSQL to create a db in")
@@ -310,9 +316,12 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     try:
-        asyncio.run(plain_ray(args.tasks))
-        asyncio.run(overhead(url, args.tasks))
-        asyncio.run(exactly_once(url, args.tasks, ray.get_runtime_context().gcs_address))
+        if "plain" in args.phases:
+            asyncio.run(plain_ray(args.tasks))
+        if "overhead" in args.phases:
+            asyncio.run(overhead(url, args.tasks))
+        if "once" in args.phases:
+            asyncio.run(exactly_once(url, args.tasks, ray.get_runtime_context().gcs_address))
     finally:
         ray.shutdown()
         with psycopg.connect(args.server, autocommit=True) as conn:
