@@ -202,7 +202,11 @@ async def test_a_ray_task_killed_underneath_is_retried(app: App, conn: Any) -> N
     first, second = await attempts(conn, task_id)
     assert first["status"] == "failed"
     assert "died" in first["error"] and "Ray task" in first["error"], first["error"]
+    # Its run id, written with the failure: the Ray task's id (no node: it never answered).
+    assert first["run_id"].startswith("ray:") and "@" not in first["run_id"], first["run_id"]
+    assert first["run_id"][len("ray:") :] in first["error"]
     assert second["status"] == "succeeded"
+    assert second["run_id"].startswith("ray:") and "@" in second["run_id"], second["run_id"]
 
 
 async def test_a_ray_task_running_past_its_lease_keeps_it(
