@@ -471,3 +471,21 @@ def test_no_statement_but_the_one_function_ends_an_attempt() -> None:
     others = {n: t for n, t in function_files().items() if n != "attempts"}
     assert not any("free_attempts <" in t for t in others.values())
     assert function_files()["attempts"].count("attempts - free_attempts < max_attempts") == 1
+
+
+async def test_an_outcome_carries_a_run_id_written_once(app: App, conn: Any) -> None:
+    """An executor that learns where the attempt ran only at its end (a Ray task's node)
+    sends the run id with the outcome; one recorded while it ran is kept."""
+    ended_with, recorded = await app.enqueue_many_async([NewTask("a", {}), NewTask("a", {})])
+    first, second = sorted(await claim(conn), key=lambda t: t.id)
+    await queue.set_run_id(conn, second.attempt_id, "pid:17")
+    await queue.finish(
+        conn,
+        [
+            Outcome(first.id, 1, "succeeded", result="1", run_id="ray:ab@n1"),
+            Outcome(second.id, 1, "succeeded", result="2", run_id="ray:cd@n2"),
+        ],
+    )
+    tasks = [await app.get_task_async(t) for t in (ended_with, recorded)]
+    assert [t.attempt_history[0].run_id for t in tasks] == ["ray:ab@n1", "pid:17"]
+    assert (first.id, second.id) == (ended_with, recorded)
