@@ -143,7 +143,8 @@ def _arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
     return {
         "task_ids": [o.task_id for o in outcomes],
         "attempts": [o.attempt for o in outcomes],
-        "outcomes": [o.outcome for o in outcomes],
+        # str(): an AttemptOutcome as its value, whatever psycopg would make of an Enum.
+        "outcomes": [str(o.outcome) for o in outcomes],
         "results": [o.result for o in outcomes],
         "errors": [o.error for o in outcomes],
         "retry_delays": [o.retry_delay for o in outcomes],

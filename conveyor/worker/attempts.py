@@ -18,7 +18,7 @@ from conveyor.executors import Attempt, Callback, CalledBack, Executor
 from conveyor.executors.signing import attempt_secret
 from conveyor.llm.pricing import Pricer
 from conveyor.log import fields
-from conveyor.queue import ClaimedTask, Outcome
+from conveyor.queue import AttemptOutcome, ClaimedTask, Outcome
 from conveyor.settings import Settings
 from conveyor.task import Task
 from conveyor.worker import outcomes
@@ -114,7 +114,7 @@ class Attempts:
             if isinstance(ended, CalledBack):
                 return None
             result = outcomes.result_json(ended.value)
-            kind, error = "succeeded", None
+            kind, error = AttemptOutcome.SUCCEEDED, None
         except asyncio.CancelledError:
             kind, error = outcomes.stopped(run.reason)
         except Exception as exc:
@@ -142,7 +142,7 @@ class Attempts:
             run_id=attempt.run_id,
         )
 
-    def outcome(self, claimed: ClaimedTask, kind: str, **values: Any) -> Outcome:
+    def outcome(self, claimed: ClaimedTask, kind: AttemptOutcome, **values: Any) -> Outcome:
         values.setdefault("compute_usd_per_hour", self.compute_rates.get(claimed.agent))
         return Outcome(
             task_id=claimed.id,

@@ -25,7 +25,7 @@ from typing import Any
 from conveyor import queue
 from conveyor.db.pool import TRANSIENT_ERRORS, Database
 from conveyor.log import fields
-from conveyor.queue import Outcome
+from conveyor.queue import AttemptOutcome, Outcome
 from conveyor.worker.outbox import Outbox
 from conveyor.worker.outcomes import line, unstorable
 from conveyor.worker.prefetch import Timings
@@ -369,7 +369,7 @@ def earliest_retry(outcomes: list[Outcome]) -> dict[str, float]:
     Retry-After (seconds) it was given."""
     earliest: dict[str, float] = {}
     for o in outcomes:
-        if o.outcome == "throttled" and o.agent:
+        if o.outcome == AttemptOutcome.THROTTLED and o.agent:
             wait = o.retry_delay or 0.0
             earliest[o.agent] = min(earliest.get(o.agent, wait), wait)
     return earliest

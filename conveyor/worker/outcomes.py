@@ -12,7 +12,7 @@ from conveyor.app import AgentSpec
 from conveyor.errors import PermanentFailure, Throttled
 from conveyor.executors import JobFailed
 from conveyor.policy import backoff
-from conveyor.queue import Outcome
+from conveyor.queue import AttemptOutcome, Outcome
 
 MAX_ERROR_CHARS = 4000
 RELEASED = "handed back by a worker shutting down"
@@ -32,30 +32,38 @@ def _not_json(value: Any) -> Any:
     raise NotJson(f"{type(value).__name__} is not serializable")
 
 
-def stopped(reason: str | None) -> tuple[str, str]:
+def stopped(reason: str | None) -> tuple[AttemptOutcome, str]:
     """(kind, error) of an attempt whose run was cancelled: handed back by a shutdown, or
     stopped because the task was cancelled or taken away."""
     if reason == "shutdown":
-        return "released", RELEASED
-    return "cancelled", STOPPED
+        return AttemptOutcome.RELEASED, RELEASED
+    return AttemptOutcome.CANCELLED, STOPPED
 
 
 def failure(
     exc: Exception, spec: AgentSpec, charged_attempts: int
-) -> tuple[str, str, float | None]:
+) -> tuple[AttemptOutcome, str, float | None]:
     """(kind, error, retry_delay) of an attempt that raised `exc`. The retry delay is a
     wish: the database retries only while attempts are left (conveyor.policy)."""
     if isinstance(exc, Throttled):
         delay = exc.retry_after if exc.retry_after is not None else spec.backoff_base
-        return "throttled", f"throttled: {exc}", delay
+        return AttemptOutcome.THROTTLED, f"throttled: {exc}", delay
     if isinstance(exc, PermanentFailure):
-        return "failed", describe(exc), None
+        return AttemptOutcome.FAILED, describe(exc), None
     if isinstance(exc, JobFailed):
-        return "failed", str(exc), backoff(charged_attempts, spec.backoff_base, spec.backoff_max)
+        return (
+            AttemptOutcome.FAILED,
+            str(exc),
+            backoff(charged_attempts, spec.backoff_base, spec.backoff_max),
+        )
     if isinstance(exc, NotJson):
         # Not retried: the same code will return the same thing again.
-        return "failed", f"the agent's return value is not JSON: {exc}", None
-    return "failed", describe(exc), backoff(charged_attempts, spec.backoff_base, spec.backoff_max)
+        return AttemptOutcome.FAILED, f"the agent's return value is not JSON: {exc}", None
+    return (
+        AttemptOutcome.FAILED,
+        describe(exc),
+        backoff(charged_attempts, spec.backoff_base, spec.backoff_max),
+    )
 
 
 def describe(exc: BaseException) -> str:
@@ -79,9 +87,9 @@ def unstorable(outcome: Outcome, exc: BaseException) -> Outcome:
     return Outcome(
         task_id=outcome.task_id,
         attempt=outcome.attempt,
-        outcome="failed",
+        outcome=AttemptOutcome.FAILED,
         error=f"the attempt's outcome ({outcome.outcome}) could not be stored: {line(exc)}",
-        retry_delay=outcome.retry_delay if outcome.outcome == "failed" else None,
+        retry_delay=outcome.retry_delay if outcome.outcome == AttemptOutcome.FAILED else None,
         started_after=outcome.started_after,
         compute_usd_per_hour=outcome.compute_usd_per_hour,
         agent=outcome.agent,

@@ -10,7 +10,7 @@ import collections
 import time
 from collections.abc import Callable
 
-from conveyor.queue import ClaimedTask
+from conveyor.queue import AttemptOutcome, ClaimedTask
 from conveyor.worker.attempts import Attempts, Run
 from conveyor.worker.outbox import Outbox
 from conveyor.worker.outcomes import RELEASED, STOPPED
@@ -104,14 +104,18 @@ class Slots:
             claimed, _ = entry
             if claimed.id == task_id:
                 self.buffer.remove(entry)
-                self.outbox.report(self.attempts.outcome(claimed, "cancelled", error=STOPPED))
+                self.outbox.report(
+                    self.attempts.outcome(claimed, AttemptOutcome.CANCELLED, error=STOPPED)
+                )
                 return
 
     def release_buffered(self) -> None:
         """Hand back what was claimed but not started (a shutdown)."""
         while self.buffer:
             claimed, _ = self.buffer.popleft()
-            self.outbox.report(self.attempts.outcome(claimed, "released", error=RELEASED))
+            self.outbox.report(
+                self.attempts.outcome(claimed, AttemptOutcome.RELEASED, error=RELEASED)
+            )
 
     def hand_back_running(self) -> None:
         for run in list(self.running.values()):
