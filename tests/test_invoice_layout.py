@@ -884,3 +884,17 @@ def test_a_name_alone_beside_the_labels_is_the_buyer_at_a_guess() -> None:
     data, fields = result["data"], result["fields"]
     assert isinstance(data, dict) and isinstance(fields, dict)
     assert data["customer"]["name"] == "Jane Roe" and fields["customer.name"] < 0.7
+
+
+def test_one_legal_form_vocabulary_found_in_a_line_and_judged_whole() -> None:
+    from conveyor.agents.legal_forms import LEGAL_FORM, is_legal_form
+
+    for form in ("GmbH", "Ltd.", "SARL", "B.V.", "S.p.A.", "Inc", "LLC", "Sp. z o.o.", "Oy"):
+        assert is_legal_form(form), form
+        assert LEGAL_FORM.search(f"Muster {form}, Hauptstr. 1"), form
+    # whole: a name's last word, not a word that merely contains one
+    assert not is_legal_form("Agency") and not is_legal_form("Incline")
+    assert not LEGAL_FORM.search("Agency Seattle")
+    # words of running text are not forms there, though a line may still show them
+    assert not is_legal_form("Company") and not is_legal_form("as")
+    assert LEGAL_FORM.search("Acme Company")

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from conveyor.agents.contract_text import ContractText
+from conveyor.agents.legal_forms import is_legal_form
 from conveyor.documents.types import Party
 
 # A name is trusted only with evidence that it was cut in the right place: it is printed
@@ -74,12 +75,6 @@ _DESCRIPTION = re.compile(
 _ADDRESS = re.compile(
     r"\b(?:with|having|whose|located|address|offices?|residing|domiciled|mit\s+Sitz|"
     r"Hauptsitz|si\u00e8ge)\b|\d{2,}",
-    re.IGNORECASE,
-)
-_LEGAL_FORM = re.compile(
-    r"^(?:L\.?L\.?C\.?|Inc\.?|Incorporated|Corp\.?|Corporation|Co\.?|Ltd\.?|Limited|L\.?P\.?|"
-    r"L\.?L\.?P\.?|P\.?L\.?C\.?|GmbH|AG|KG|S\.?A\.?|S\.?A\.?S\.?|SARL|B\.?V\.?|N\.?V\.?|"
-    r"S\.?p\.?A\.?|S\.?r\.?l\.?|Pty\.?(?:\s+Ltd\.?)?|Ltd\.?\s+HK)$",
     re.IGNORECASE,
 )
 _ENTITY_NOUN = re.compile(
@@ -199,7 +194,7 @@ def _terms(segment: str) -> list[tuple[int, int, list[str], bool]]:
             quoted = bool(terms)
         if not terms:
             bare = _BARE_TERM.match(own.strip())
-            if bare and not _LEGAL_FORM.match(bare.group("term")):
+            if bare and not is_legal_form(bare.group("term")):
                 terms = [bare.group("term")]
         hereinafter = _HEREINAFTER.search(own)
         if not quoted and hereinafter:
@@ -275,7 +270,7 @@ def _first_name(region: str, *, trust: bool) -> str | None:
     for piece in pieces:
         if not piece:
             continue
-        if name and _LEGAL_FORM.match(_NAME_CUT.split(piece, maxsplit=1)[0].strip()):
+        if name and is_legal_form(_NAME_CUT.split(piece, maxsplit=1)[0].strip()):
             name.append(_NAME_CUT.split(piece, maxsplit=1)[0].strip())
             continue
         if name:
@@ -362,12 +357,12 @@ def _from_name(term: str, name: str) -> bool:
 
 def _ends_in_legal_form(name: str) -> bool:
     words = [w for w in re.split(r"[\s,]+", name) if w]
-    return len(words) > 1 and bool(_LEGAL_FORM.match(words[-1]))
+    return len(words) > 1 and is_legal_form(words[-1])
 
 
 def _core(name: str) -> str:
     """The name without its legal form, to find it again elsewhere."""
     words = [w for w in re.split(r"[\s,]+", name) if w]
-    while len(words) > 1 and _LEGAL_FORM.match(words[-1]):
+    while len(words) > 1 and is_legal_form(words[-1]):
         words.pop()
     return " ".join(words).casefold()

@@ -1,5 +1,7 @@
 """The words invoices label their fields with, in English, German, French, Dutch, Spanish
-and Italian: the one place the invoice rules keep vocabulary.
+and Italian: the one place the invoice rules keep the vocabulary of fields, sums and party
+headings (an item table's column headers are in `invoice_columns`, legal forms in
+`legal_forms`).
 
 Labels are matched on folded text (`fold`: lower case, accents dropped, one character
 for one, so that a match's end is an index into the original) at the start of a cell,
@@ -398,138 +400,12 @@ PARTY_HEADINGS: dict[str, list[str]] = {
 
 NAME_LABELS = [r"name", r"firma", r"company", r"nom", r"raison\s*sociale", r"naam", r"nombre"]
 
-# Columns of an item table, by their headers.
-COLUMN_LABELS: dict[str, list[str]] = {
-    "pos": [r"pos(?:ition)?\.?", r"nr\.?", r"no\.?", r"#", r"lfd\.?", r"line", r"lp\.?"],
-    "description": [
-        r"description",
-        r"beschreibung",
-        r"bezeichnung",
-        r"artikel\w*",
-        r"produkt\w*",
-        r"leistung\w*",
-        r"omschrijving",
-        r"designation",
-        r"libelle",
-        r"article",
-        r"items?",
-        r"products?",
-        r"services?",
-        r"details?",
-        r"descripcion",
-        r"concepto",
-        r"descrizione",
-        r"prodotto",
-        r"activity",
-        r"polozka",
-        r"nazwa",
-        r"tuote(?:\s*/\s*palvelu)?",
-        r"text",
-    ],
-    "quantity": [
-        r"qty\.?",
-        r"quantity",
-        r"quantite",
-        r"qte\.?",
-        r"menge",
-        r"anzahl",
-        r"aantal",
-        r"cantidad",
-        r"cant\.?",
-        r"quantita",
-        r"qta\.?",
-        r"units?",
-        r"hours",
-        r"hrs\.?",
-        r"pocet",
-        r"ilosc",
-        r"maara",
-    ],
-    "price": [
-        r"unit\s*price",
-        r"prices?(?:\s*(?:in\s*[a-z]{3}|per\s*(?:item|unit|piece|hour)))?",
-        r"rate",
-        r"einzelpreis\w*",
-        r"einzel\w*",
-        r"e-?\s*preis",
-        r"preis",
-        r"nettopreis",
-        r"prix(?:\s*unitaire)?",
-        r"p\.?\s*u\.?",
-        r"prijs",
-        r"stukprijs",
-        r"precio(?:\s*unitario)?",
-        r"prezzo(?:\s*unitario)?",
-        r"unit\s*cost",
-        r"unitaire",
-        r"cena\s*za\s*(?:polozku|jednotku|mj)",
-        r"cena\s*(?:netto|jedn\.?)",
-        r"a\s*-?\s*hinta",
-    ],
-    "amount": [
-        r"amount",
-        r"line\s*total",
-        r"total",
-        r"betrag",
-        r"gesamt\w*",
-        r"nettobetrag",
-        r"positions\w*",
-        r"montant(?:\s*ht)?",
-        r"prix\s*ht",
-        r"total\s*ht",
-        r"totaalbedrag",
-        r"bedrag",
-        r"totaal",
-        r"importe",
-        r"importo",
-        r"net\s*amount",
-        r"ext\.?\s*price",
-        r"celkem(?:\s*bez\s*dane)?",
-        r"wartosc\s*netto",
-        r"veroton(?:\s*[a-z€]{1,3})?",
-    ],
-    "rate": [
-        r"alv\s*-?\s*%?",
-        r"stawka(?:\s*vat)?",
-        r"ust\.?",
-        r"mwst\.?",
-        r"steuersatz",
-        r"vat\s*%?",
-        r"tax\s*%?",
-        r"tva",
-        r"btw",
-        r"iva",
-    ],
-    "unit": [r"jedn\.?", r"einheit", r"eenheid", r"unidad", r"unita", r"unite", r"mj"],
-    "discount": [r"rem\.?", r"remise", r"disc\.?", r"discount", r"rabatt", r"korting", r"sconto"],
-}
-
-# Lines that end an item table: sums, tax summaries, payment terms.
-TABLE_END = re.compile(
-    r"^(?:umsatzsteuer\w*|steuer(?:betrag|aufschl\w*)?|belegsumme\w*|zahlungsbedingung\w*|"
-    r"zahlungsart|summe|gesamt\w*|subtotal|sub-total|sub total|total|tax|vat|payment|"
-    r"bemerkung\w*|notes|taxe|tva|btw|iva|netto|brutto|positionssumme|zwischensumme|"
-    r"rechnungsbetrag|endbetrag|conditions|betalingsinformatie|totaal|base imponible|"
-    r"imponibile|amount due|balance|cena bez dane|dph|stawka vat|razem|do zaplaty|yhteensa|"
-    r"maksettava)(?![a-z])"
-)
-
 # Invoice titles: the word, alone or ending a compound ("Handelsrechnung").
 TITLE = re.compile(
     r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|faktura|fatura|lasku|"
     r"credit\s*note|gutschrift|avoir|creditnota|nota\s*de\s*credito)" + _END
 )
 
-# Legal forms of companies: evidence that a line names a business.
-LEGAL_FORM = re.compile(
-    r"(?<![\w.])(?:gmbh(?:\s*&\s*co\.?(?:\s*kg)?)?|mbh|ag|kg|ohg|e\.\s?k\.|e\.v\.|ug|"
-    r"a\.g\.|se|ltd\.?|limited|llc|llp|pllc|inc\.?|corp\.?|corporation|plc|co\.|company|"
-    r"sarl|s\.a\.r\.l\.|sas|s\.a\.s\.|sa|s\.a\.|eurl|sasu|sci|"
-    r"b\.?v\.?|bvba|n\.?v\.?|v\.o\.f\.|cv|"
-    r"s\.?l\.?|s\.?l\.?u\.?|s\.?p\.?a\.?|s\.?r\.?l\.?|s\.?n\.?c\.?|"
-    r"oy|ab|as|a/s|aps|kft|sp\.\s*z\s*o\.\s*o\.|pty)(?![\w])",
-    re.IGNORECASE,
-)
 TAX_ID = re.compile(
     r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|gstin|pan|tin|ein|abn)\b|"
     r"steuer-?nr|steuernummer|ust-?id|handelsregister|hrb|iban|bic\b|"
@@ -540,18 +416,18 @@ SALUTATION = re.compile(
 )
 
 
-def _compile(table: dict[str, list[str]]) -> list[tuple[str, re.Pattern[str]]]:
+def compile_labels(table: dict[str, list[str]]) -> list[tuple[str, re.Pattern[str]]]:
+    """Each kind's labels as one pattern that ends where a word does."""
     return [(kind, re.compile(r"(?:" + "|".join(p) + r")" + _END)) for kind, p in table.items()]
 
 
-_FIELDS = _compile(FIELD_LABELS)
-_SUMS = _compile(SUM_LABELS)
-_PARTIES = _compile(PARTY_HEADINGS)
-_COLUMNS = _compile(COLUMN_LABELS)
+_FIELDS = compile_labels(FIELD_LABELS)
+_SUMS = compile_labels(SUM_LABELS)
+_PARTIES = compile_labels(PARTY_HEADINGS)
 _NAME = re.compile(r"(?:" + "|".join(NAME_LABELS) + r")" + _END)
 
 
-def _longest(
+def longest_label(
     patterns: list[tuple[str, re.Pattern[str]]], text: str, start: int = 0
 ) -> tuple[str, int] | None:
     folded = fold(text)
@@ -566,7 +442,7 @@ def _longest(
 @lru_cache(maxsize=65536)
 def field_label(text: str) -> tuple[str, int] | None:
     """(kind, end) when `text` starts with a field label: number, issue, due, date..."""
-    return _longest(_FIELDS, text)
+    return longest_label(_FIELDS, text)
 
 
 # What may stand before a tax label: "plus VAT 14%", "zzgl. 19 % USt.", "10% VAT:".
@@ -578,12 +454,12 @@ _TAX_PREFIX = re.compile(
 @lru_cache(maxsize=65536)
 def sum_label(text: str) -> tuple[str, int] | None:
     """(kind, end) when `text` starts with a label of a sum: net, tax, gross, due..."""
-    found = _longest(_SUMS, text)
+    found = longest_label(_SUMS, text)
     if found:
         return found
     prefix = _TAX_PREFIX.match(fold(text))
     if prefix and prefix.end():
-        after = _longest(_SUMS, text, prefix.end())
+        after = longest_label(_SUMS, text, prefix.end())
         if after and after[0] == "tax":
             return after
     return None
@@ -592,23 +468,10 @@ def sum_label(text: str) -> tuple[str, int] | None:
 @lru_cache(maxsize=65536)
 def party_heading(text: str) -> tuple[str, int] | None:
     """(seller | buyer | other, end) when `text` starts with a party block's heading."""
-    return _longest(_PARTIES, text)
+    return longest_label(_PARTIES, text)
 
 
 @lru_cache(maxsize=65536)
 def name_label(text: str) -> int | None:
     match = _NAME.match(fold(text))
     return match.end() if match else None
-
-
-@lru_cache(maxsize=65536)
-def column_kind(text: str) -> str | None:
-    """The item-table column a header word or cell names, or None."""
-    found = _longest(_COLUMNS, text)
-    return found[0] if found else None
-
-
-def column_label(text: str, start: int) -> tuple[str, int] | None:
-    """(kind, end) of the column label that starts at `start` in a header cell's text:
-    "Quantity Unit price Price" holds three ("Unit price" is one label of two words)."""
-    return _longest(_COLUMNS, text, start)

@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 
 from conveyor.agents.invoice_labels import (
-    LEGAL_FORM,
     SALUTATION,
     TAX_ID,
     TITLE,
@@ -25,6 +24,7 @@ from conveyor.agents.invoice_labels import (
     sum_label,
 )
 from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.legal_forms import LEGAL_FORM
 from conveyor.documents.layout import Cell
 
 SURE = 0.97

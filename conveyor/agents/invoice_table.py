@@ -1,7 +1,7 @@
 """Line items: the rows under a table header recognised by its words, across pages.
 
 The header is a line naming at least three kinds of column (description, quantity,
-price, amount, ...: invoice_labels.COLUMN_LABELS) and printing no amount. Below it, a row
+price, amount, ...: invoice_columns.COLUMN_LABELS) and printing no amount. Below it, a row
 is a line whose numbers read as quantity x unit price = amount (with a discount column,
 x (1 - discount)), or whose amount stands in the amount column; a line of numbers alone
 completes the row above it (renderings that print a row's amount a line lower); a line
@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
-from conveyor.agents.invoice_labels import TABLE_END, column_kind, column_label, fold, sum_label
+from conveyor.agents.invoice_columns import TABLE_END, column_kind, column_label
+from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import currency_of
 from conveyor.documents.layout import Cell, Line

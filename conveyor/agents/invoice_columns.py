@@ -1,0 +1,141 @@
+"""The words item tables head their columns with, and the lines that end a table: the
+vocabulary of `invoice_table`, matched as `invoice_labels` matches labels (on folded text,
+the longest label wins: "Unit price" is one column, not "Unit" and "price")."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from conveyor.agents.invoice_labels import compile_labels, longest_label
+
+# Columns of an item table, by their headers.
+COLUMN_LABELS: dict[str, list[str]] = {
+    "pos": [r"pos(?:ition)?\.?", r"nr\.?", r"no\.?", r"#", r"lfd\.?", r"line", r"lp\.?"],
+    "description": [
+        r"description",
+        r"beschreibung",
+        r"bezeichnung",
+        r"artikel\w*",
+        r"produkt\w*",
+        r"leistung\w*",
+        r"omschrijving",
+        r"designation",
+        r"libelle",
+        r"article",
+        r"items?",
+        r"products?",
+        r"services?",
+        r"details?",
+        r"descripcion",
+        r"concepto",
+        r"descrizione",
+        r"prodotto",
+        r"activity",
+        r"polozka",
+        r"nazwa",
+        r"tuote(?:\s*/\s*palvelu)?",
+        r"text",
+    ],
+    "quantity": [
+        r"qty\.?",
+        r"quantity",
+        r"quantite",
+        r"qte\.?",
+        r"menge",
+        r"anzahl",
+        r"aantal",
+        r"cantidad",
+        r"cant\.?",
+        r"quantita",
+        r"qta\.?",
+        r"units?",
+        r"hours",
+        r"hrs\.?",
+        r"pocet",
+        r"ilosc",
+        r"maara",
+    ],
+    "price": [
+        r"unit\s*price",
+        r"prices?(?:\s*(?:in\s*[a-z]{3}|per\s*(?:item|unit|piece|hour)))?",
+        r"rate",
+        r"einzelpreis\w*",
+        r"einzel\w*",
+        r"e-?\s*preis",
+        r"preis",
+        r"nettopreis",
+        r"prix(?:\s*unitaire)?",
+        r"p\.?\s*u\.?",
+        r"prijs",
+        r"stukprijs",
+        r"precio(?:\s*unitario)?",
+        r"prezzo(?:\s*unitario)?",
+        r"unit\s*cost",
+        r"unitaire",
+        r"cena\s*za\s*(?:polozku|jednotku|mj)",
+        r"cena\s*(?:netto|jedn\.?)",
+        r"a\s*-?\s*hinta",
+    ],
+    "amount": [
+        r"amount",
+        r"line\s*total",
+        r"total",
+        r"betrag",
+        r"gesamt\w*",
+        r"nettobetrag",
+        r"positions\w*",
+        r"montant(?:\s*ht)?",
+        r"prix\s*ht",
+        r"total\s*ht",
+        r"totaalbedrag",
+        r"bedrag",
+        r"totaal",
+        r"importe",
+        r"importo",
+        r"net\s*amount",
+        r"ext\.?\s*price",
+        r"celkem(?:\s*bez\s*dane)?",
+        r"wartosc\s*netto",
+        r"veroton(?:\s*[a-z€]{1,3})?",
+    ],
+    "rate": [
+        r"alv\s*-?\s*%?",
+        r"stawka(?:\s*vat)?",
+        r"ust\.?",
+        r"mwst\.?",
+        r"steuersatz",
+        r"vat\s*%?",
+        r"tax\s*%?",
+        r"tva",
+        r"btw",
+        r"iva",
+    ],
+    "unit": [r"jedn\.?", r"einheit", r"eenheid", r"unidad", r"unita", r"unite", r"mj"],
+    "discount": [r"rem\.?", r"remise", r"disc\.?", r"discount", r"rabatt", r"korting", r"sconto"],
+}
+
+# Lines that end an item table: sums, tax summaries, payment terms.
+TABLE_END = re.compile(
+    r"^(?:umsatzsteuer\w*|steuer(?:betrag|aufschl\w*)?|belegsumme\w*|zahlungsbedingung\w*|"
+    r"zahlungsart|summe|gesamt\w*|subtotal|sub-total|sub total|total|tax|vat|payment|"
+    r"bemerkung\w*|notes|taxe|tva|btw|iva|netto|brutto|positionssumme|zwischensumme|"
+    r"rechnungsbetrag|endbetrag|conditions|betalingsinformatie|totaal|base imponible|"
+    r"imponibile|amount due|balance|cena bez dane|dph|stawka vat|razem|do zaplaty|yhteensa|"
+    r"maksettava)(?![a-z])"
+)
+
+_COLUMNS = compile_labels(COLUMN_LABELS)
+
+
+@lru_cache(maxsize=65536)
+def column_kind(text: str) -> str | None:
+    """The item-table column a header word or cell names, or None."""
+    found = longest_label(_COLUMNS, text)
+    return found[0] if found else None
+
+
+def column_label(text: str, start: int) -> tuple[str, int] | None:
+    """(kind, end) of the column label that starts at `start` in a header cell's text:
+    "Quantity Unit price Price" holds three ("Unit price" is one label of two words)."""
+    return longest_label(_COLUMNS, text, start)

@@ -1,0 +1,88 @@
+"""Legal forms of companies (GmbH, Ltd, SARL, B.V., S.p.A., Inc ...): the one vocabulary
+the invoice and contract readers share, as evidence that a name is a business's.
+
+Two forms of the same words:
+- `LEGAL_FORM` finds one anywhere in a line ("Müller Bau GmbH & Co. KG, Hauptstr. 1");
+- `is_legal_form` says whether one word (or a short run of words) is one, whole: the
+  contract reader asks it of a name's last word ("Acme Holdings, Inc.").
+"""
+
+from __future__ import annotations
+
+import re
+
+# One alternative per form, as regular expressions, case aside. Dots are optional where
+# printed names drop them ("BV", "B.V.", "LLC").
+_FORMS = (
+    # German-speaking countries
+    r"gmbh(?:\s*&\s*co\.?(?:\s*kg)?)?",
+    r"mbh",
+    r"ag",
+    r"a\.g\.",
+    r"kg",
+    r"ohg",
+    r"e\.\s?k\.",
+    r"e\.v\.",
+    r"ug",
+    r"se",
+    # English-speaking countries
+    r"ltd\.?(?:\s+hk)?",
+    r"limited",
+    r"l\.?l\.?c\.?",
+    r"l\.?l\.?p\.?",
+    r"pllc",
+    r"l\.?p\.?",
+    r"inc\.?",
+    r"incorporated",
+    r"corp\.?",
+    r"corporation",
+    r"p\.?l\.?c\.?",
+    r"co\.?",
+    r"company",
+    r"pty\.?(?:\s+ltd\.?)?",
+    # French-speaking countries
+    r"sarl",
+    r"s\.a\.r\.l\.",
+    r"sas",
+    r"s\.a\.s\.",
+    r"sa",
+    r"s\.a\.",
+    r"eurl",
+    r"sasu",
+    r"sci",
+    # Dutch-speaking countries
+    r"b\.?v\.?",
+    r"bvba",
+    r"n\.?v\.?",
+    r"v\.o\.f\.",
+    r"cv",
+    # Spanish, Italian
+    r"s\.?l\.?",
+    r"s\.?l\.?u\.?",
+    r"s\.?p\.?a\.?",
+    r"s\.?r\.?l\.?",
+    r"s\.?n\.?c\.?",
+    # Nordic countries, Hungary, Poland
+    r"oy",
+    r"ab",
+    r"as",
+    r"a/s",
+    r"aps",
+    r"kft",
+    r"sp\.\s*z\s*o\.\s*o\.",
+)
+_ANY = "|".join(_FORMS)
+
+LEGAL_FORM = re.compile(r"(?<![\w.])(?:" + _ANY + r")(?!\w)", re.IGNORECASE)
+_WHOLE = re.compile(r"(?:" + _ANY + r")", re.IGNORECASE)
+
+# Forms that are also ordinary words of running text ("as", "company", German "ab",
+# French "se"): in a contract's prose they are words, and a bare defined term such as
+# (the Company) is still a term.
+_ALSO_WORDS = frozenset({"as", "company", "se", "ab", "cv"})
+
+
+def is_legal_form(words: str) -> bool:
+    """Whether `words`, whole, is a legal form and not also an ordinary word: the test
+    for a name's last word in running text ("Acme Holdings, Inc.", "Globex S.p.A.")."""
+    return bool(_WHOLE.fullmatch(words)) and words.casefold() not in _ALSO_WORDS
