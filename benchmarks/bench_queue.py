@@ -1,7 +1,13 @@
-"""Conveyor side by side with procrastinate 3.10 and pgqueuer 1.6, on one PostgreSQL server.
+"""Conveyor side by side with procrastinate, pgqueuer and graphile-worker, on one server.
 
     python benchmarks/bench_queue.py [--quick] [--json results.json] [--server URL]
+        [--peers pgqueuer,graphile_batched] [--workloads single_enqueue,start_latency]
+        [--no-claims]
     python benchmarks/bench_queue.py --report results.json    # the tables again, no measuring
+
+graphile-worker (Node.js) runs twice, with its throughput settings (`graphile_batched`) and
+with its defaults (`graphile_default`); it is installed with npm on first use (graphile.py)
+and left out, with a message, where Node.js is missing.
 
 Measured in one run, each library in a fresh database of its own (created and dropped
 here, names starting bench_), no-op tasks throughout:
@@ -42,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import claim_depth
+import graphile
 import psycopg
 import report
 import timing
@@ -55,6 +62,7 @@ BULK_BATCH = 10_000
 LATENCY_GAP = (0.010, 0.030)  # seconds between two enqueues of the latency run
 LATENCY_CONCURRENCY = 16
 DRAIN_CONFIGS = ((1, 1), (1, 16), (2, 16))  # (processes, concurrency per process)
+PEER_NAMES = ("procrastinate", "pgqueuer", "graphile_batched", "graphile_default")
 WAIT_TIMEOUT = 180.0  # seconds a drain may take before the run is declared stuck
 DEAD_STEPS = (0, 10_000, 100_000, 300_000)  # tasks claimed since VACUUM, at the largest depth
 
@@ -84,6 +92,8 @@ FULL = Plan(
         "conveyor": {"1x1": 20_000, "1x16": 30_000, "2x16": 40_000},
         "procrastinate": {"1x1": 1_000, "1x16": 1_500, "2x16": 1_500},
         "pgqueuer": {"1x1": 800, "1x16": 12_000, "2x16": 15_000},
+        "graphile_batched": {"1x1": 20_000, "1x16": 40_000, "2x16": 50_000},
+        "graphile_default": {"1x1": 1_500, "1x16": 6_000, "2x16": 8_000},
     },
     latency_tasks=300,
     pgbench_seconds=3,
@@ -99,6 +109,8 @@ QUICK = Plan(
         "conveyor": {"1x1": 8_000, "1x16": 12_000, "2x16": 12_000},
         "procrastinate": {"1x1": 400, "1x16": 800, "2x16": 1_000},
         "pgqueuer": {"1x1": 400, "1x16": 5_000, "2x16": 6_000},
+        "graphile_batched": {"1x1": 8_000, "1x16": 15_000, "2x16": 15_000},
+        "graphile_default": {"1x1": 500, "1x16": 2_000, "2x16": 3_000},
     },
     latency_tasks=100,
     pgbench_seconds=2,
@@ -156,7 +168,11 @@ class Workers:
                 **os.environ,
                 **env,
                 timing.ENV_RECORD: str(record),
-                "PYTHONPATH": str(HERE),
+                # This folder first (the agents' apps), then whatever the harness had: a
+                # checkout other than the installed one is measured by naming it there.
+                "PYTHONPATH": os.pathsep.join(
+                    p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p
+                ),
             }
             with output.open("wb") as out:
                 self.procs.append(
@@ -319,11 +335,15 @@ def rotated(items: list[Subject], by: int) -> list[Subject]:
 
 
 async def run_queues(
-    results: Results, subjects: list[Subject], pgbench: Pgbench, folder: Path
+    results: Results,
+    subjects: list[Subject],
+    pgbench: Pgbench,
+    folder: Path,
+    workloads: list[Workload],
 ) -> None:
     plan = results.plan
     for repeat in range(plan.repeats):
-        for workload in WORKLOADS:
+        for workload in workloads:
             for subject in rotated(subjects, repeat):
                 log(f"repeat {repeat + 1}/{plan.repeats}: {workload.__name__} {subject.name}")
                 results.add(subject.name, await workload(subject, plan, folder))
@@ -355,13 +375,28 @@ async def run_claims(results: Results, databases: Databases) -> None:
             await conn.close()
 
 
-async def run(plan: Plan, server: str, conveyor_prefetch: int | None = None) -> Results:
+def peer_subjects(wanted: set[str] | None) -> list[Subject]:
+    """The peers to measure (all by default); graphile-worker only where it can run."""
+    peers: list[Subject] = [ProcrastinateSubject(), PgqueuerSubject()]
+    if wanted is None or wanted & {"graphile_batched", "graphile_default"}:
+        missing = graphile.installed()
+        if missing:
+            log(missing)
+        else:
+            peers += [graphile.GraphileSubject(batched=True), graphile.GraphileSubject(False)]
+    return [p for p in peers if wanted is None or p.name in wanted]
+
+
+async def run(
+    plan: Plan,
+    server: str,
+    conveyor_prefetch: int | None = None,
+    peers: set[str] | None = None,
+    workloads: list[Workload] | None = None,
+    claims: bool = True,
+) -> Results:
     started = time.monotonic()
-    subjects: list[Subject] = [
-        ConveyorSubject(prefetch=conveyor_prefetch),
-        ProcrastinateSubject(),
-        PgqueuerSubject(),
-    ]
+    subjects: list[Subject] = [ConveyorSubject(prefetch=conveyor_prefetch), *peer_subjects(peers)]
     results = Results(plan=plan, machine=report.machine(server), configs=configs(subjects))
     databases = Databases(server)
     opened: list[Subject] = []
@@ -373,10 +408,11 @@ async def run(plan: Plan, server: str, conveyor_prefetch: int | None = None) -> 
         try:
             pgbench.prepare()
             with tempfile.TemporaryDirectory(prefix="bench_workers_") as folder:
-                await run_queues(results, subjects, pgbench, Path(folder))
+                await run_queues(results, subjects, pgbench, Path(folder), workloads or WORKLOADS)
         finally:
             pgbench.close()
-        await run_claims(results, databases)
+        if claims:
+            await run_claims(results, databases)
     finally:
         for subject in opened:
             await subject.close()
@@ -434,6 +470,19 @@ def main() -> None:
         help="Conveyor workers' --prefetch (default: the worker's own, = concurrency)",
     )
     parser.add_argument(
+        "--peers",
+        help=f"comma-separated peers to measure (default all: {','.join(PEER_NAMES)})",
+    )
+    parser.add_argument(
+        "--workloads",
+        help="comma-separated workloads (default all: "
+        + ",".join(w.__name__ for w in WORKLOADS)
+        + ")",
+    )
+    parser.add_argument(
+        "--no-claims", action="store_true", help="leave out the claim cost against depth"
+    )
+    parser.add_argument(
         "--server",
         default=os.environ.get("BENCH_SERVER_URL", DEFAULT_SERVER),
         help=f"PostgreSQL server, without a database name (default {DEFAULT_SERVER})",
@@ -443,7 +492,19 @@ def main() -> None:
         print(report.markdown(from_json(json.loads(args.report.read_text()))))
         return
     plan = QUICK if args.quick else FULL
-    results = asyncio.run(run(plan, args.server, args.conveyor_prefetch))
+    peers = set(args.peers.split(",")) if args.peers else None
+    if peers and peers - set(PEER_NAMES):
+        parser.error(f"unknown peers: {', '.join(sorted(peers - set(PEER_NAMES)))}")
+    workloads = WORKLOADS
+    if args.workloads:
+        by_name = {w.__name__: w for w in WORKLOADS}
+        unknown = sorted(set(args.workloads.split(",")) - by_name.keys())
+        if unknown:
+            parser.error(f"unknown workloads: {', '.join(unknown)} (known: {', '.join(by_name)})")
+        workloads = [by_name[name] for name in args.workloads.split(",")]
+    results = asyncio.run(
+        run(plan, args.server, args.conveyor_prefetch, peers, workloads, not args.no_claims)
+    )
     print(report.markdown(results))
     if args.json:
         args.json.write_text(json.dumps(to_json(results), indent=2))
