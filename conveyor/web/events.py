@@ -47,10 +47,11 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from conveyor.app import App
-from conveyor.listener import Listener
+from conveyor.listener import CHANNEL
 from conveyor.log import fields
 from conveyor.states import TaskStatus
 from conveyor.web.errors import ApiError
+from conveyor.web.handover import RenewingListener
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class EventHub:
         self._last_wake = 0.0
         self._wake_at: asyncio.TimerHandle | None = None
         self._chunk: tuple[int, int, bytes] = (0, 0, b"")  # the last unfiltered backlog
-        self._listener: Listener | None = None
+        self._listener: RenewingListener | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     # -- life cycle ----------------------------------------------------------------------
@@ -128,7 +129,16 @@ class EventHub:
         if not app.settings.listen:
             return
         db = await app.database()
-        self._listener = Listener(db.url, self._on_notify, on_reconnect=self._on_reconnect)
+
+        async def notify(payload: str) -> None:
+            async with app.connection() as conn:
+                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
+
+        # Opened again, with fresh credentials, before a rotating token expires
+        # (conveyor.web.handover): no NOTIFY lost or repeated, no refresh for the clients.
+        self._listener = RenewingListener(
+            db.url, self._on_notify, on_reconnect=self._on_reconnect, notify=notify
+        )
         self._tasks = [
             asyncio.create_task(self._listener.run(), name="conveyor-events-listen"),
             asyncio.create_task(self._sweep(), name="conveyor-events-sweep"),
