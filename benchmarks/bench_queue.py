@@ -43,7 +43,7 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +275,9 @@ def drain(processes: int, concurrency: int) -> Workload:
     return run
 
 
+LAST_LATENCY_RECORDS: list[timing.ProcessRecord] = []
+
+
 async def start_latency(subject: Subject, plan: Plan, folder: Path) -> dict[str, float]:
     await subject.reset()
     pace = random.Random(17)  # the same gaps for every library
@@ -288,6 +291,7 @@ async def start_latency(subject: Subject, plan: Plan, folder: Path) -> dict[str,
             await asyncio.sleep(pace.uniform(*LATENCY_GAP))
         await wait_until_done(subject, running, WAIT_TIMEOUT)
         records = running.stop()
+    LAST_LATENCY_RECORDS[:] = records  # for start_latency.py's breakdown
     latencies = timing.latencies_ms(records)
     if len(latencies) != plan.latency_tasks:
         raise RuntimeError(f"{subject.name}: {len(latencies)} latencies recorded")
@@ -479,6 +483,7 @@ def main() -> None:
         + ",".join(w.__name__ for w in WORKLOADS)
         + ")",
     )
+    parser.add_argument("--repeats", type=int, help="repeats (default: the plan's, 4 or 1)")
     parser.add_argument(
         "--no-claims", action="store_true", help="leave out the claim cost against depth"
     )
@@ -492,6 +497,8 @@ def main() -> None:
         print(report.markdown(from_json(json.loads(args.report.read_text()))))
         return
     plan = QUICK if args.quick else FULL
+    if args.repeats:
+        plan = replace(plan, repeats=args.repeats)
     peers = set(args.peers.split(",")) if args.peers else None
     if peers and peers - set(PEER_NAMES):
         parser.error(f"unknown peers: {', '.join(sorted(peers - set(PEER_NAMES)))}")
