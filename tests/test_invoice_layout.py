@@ -898,3 +898,47 @@ def test_one_legal_form_vocabulary_found_in_a_line_and_judged_whole() -> None:
     # words of running text are not forms there, though a line may still show them
     assert not is_legal_form("Company") and not is_legal_form("as")
     assert LEGAL_FORM.search("Acme Company")
+
+
+def test_a_letterhead_s_name_is_its_block_s_first_line_not_an_address_code_or_tax_id() -> None:
+    out = read(
+        [
+            (280, 40, "COD.01"),
+            (30, 50, "Empresa de Prueba", 12),
+            (30, 64, "Direccion de Prueba"),
+            (30, 76, "Capital Federal"),
+            (330, 90, "CUIT 30-12345678-9"),
+            (30, 104, "IVA Responsable Inscripto"),
+            (400, 30, "Factura", 14),
+            (360, 56, "Nº: 4000-12345678"),
+            (360, 72, "Fecha: 27/03/2011"),
+            (30, 130, "Sr.(s):"),
+            (130, 130, "Joao Da Silva"),
+            (30, 144, "Dirección: Rua 76 km 34.5"),
+            (400, 300, "Neto:"),
+            (500, 300, "100,00"),
+            (400, 314, "IVA 21%"),
+            (500, 314, "21,00"),
+            (400, 328, "Total:"),
+            (500, 328, "121,00"),
+        ]
+    )
+    data = out["data"]
+    assert isinstance(data, dict)
+    assert data["vendor"]["name"] == "Empresa de Prueba"
+    # a heading that ends its cell: its value is the cell beside it
+    assert data["customer"]["name"] == "Joao Da Silva"
+    # nor is a street line a name, when nothing else is
+    street = read([(40, 40, "8636 Sentinel Place"), (400, 40, "Jaxson Van Doorn")])["data"]
+    assert isinstance(street, dict) and street["vendor"]["name"] != "8636 Sentinel Place"
+
+
+def test_the_euro_sign_as_a_lone_e_of_a_tex_font_and_summe_brutto() -> None:
+    from conveyor.agents.values import currencies_in
+
+    style = NumberStyle(thousands=" ", decimal=",")
+    assert cell_amount("2 900,00 e", style) == Decimal("2900.00")
+    assert currencies_in("280,00 e 120,00 e")["EUR"] == 2
+    assert currencies_in("Rue de la Paix 2,50 e poi")["EUR"] == 0  # once is only a word
+    found = sum_label("Summe Brutto 4 266,15 e")
+    assert found is not None and found[0] == "gross" and found[1] == len("Summe Brutto")

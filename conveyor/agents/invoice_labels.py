@@ -210,7 +210,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"rechnungs\s*-?\s*(?:betrag|summe|total)",
         r"endbetrag",
         r"endsumme",
-        r"summe",
+        r"summe(?:\s*brutto)?",
         r"totaal(?:\s*bedrag)?(?:\s*incl\.?\s*(?:btw)?)?",
         r"importe\s*total",
         r"invoice\s*amount",
@@ -376,6 +376,10 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"intestatario",
         r"destinataire",
         r"to(?=\s*:)",
+        r"sr(?:es|a)?\.?\s*\(\s*(?:s|es)\s*\)",  # "Sr.(s):", "Sres.(es)", letters to one or more
+        r"senor(?:es|a)?",
+        r"spett\.?\s*le",
+        r"spettabile",
         r"titulaire(?:\s*du\s*compte)?",
         r"account\s*holder",
     ],
@@ -407,7 +411,8 @@ TITLE = re.compile(
 )
 
 TAX_ID = re.compile(
-    r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|gstin|pan|tin|ein|abn)\b|"
+    r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|gstin|pan|tin|ein|abn|"
+    r"cuit|cuil|ruc|rfc|nit|cnpj|nip|regon|ico|dic)\b|"
     r"steuer-?nr|steuernummer|ust-?id|handelsregister|hrb|iban|bic\b|"
     r"geschaftsfuhr|registergericht|amtsgericht|kvk|rpr|rcs|p\.iva|partita)",
 )

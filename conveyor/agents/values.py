@@ -113,11 +113,17 @@ CODES = (
 ).split()
 SIGNS = {"CA$": "CAD", "A$": "AUD", "NZ$": "NZD", "€": "EUR", "£": "GBP", "¥": "JPY", "$": "USD"}
 _CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
+# The euro sign as the text layers of some TeX fonts give it: a lone "e" after an amount
+# with cents ("2 900,00 e", "0,30 e/km"), where the glyph has no Unicode mapping.
+_TEX_EURO = re.compile(r"(?<=[.,]\d\d)\s?e(?![^\W\d_])")
 
 
 def currencies_in(text: str) -> Counter[str]:
     """Currency codes and signs in `text`, as codes, with how often each appears."""
     found: Counter[str] = Counter(_CODE.findall(text))
+    euros = len(_TEX_EURO.findall(text))
+    if euros >= 2:  # once could be a word; an amount after amount is the sign
+        found["EUR"] += euros
     rest = text
     for sign, code in SIGNS.items():  # longest signs first: "CA$" is not "$"
         n = rest.count(sign)
@@ -237,7 +243,9 @@ def resolve(token: DateToken, order: str) -> datetime.date | None:
 
 _CELL_NOISE = re.compile(
     # Codes and signs, and a tax-category letter after the amount ("170,00 B").
-    r"(?:\b(?:[A-Z]{3})\b|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|(?<=\d)\s+[A-Z]$)",
+    r"(?:\b(?:[A-Z]{3})\b|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|(?<=\d)\s+[A-Z]$|"
+    + _TEX_EURO.pattern
+    + ")",
     re.IGNORECASE,
 )
 # "12.100,-" and "45.-": a whole amount, its cents written as a dash.

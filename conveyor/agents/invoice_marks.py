@@ -1,0 +1,51 @@
+"""What marks a party's block on an invoice page, shared by the readers of headed blocks
+(invoice_parties) and of letterheads (invoice_letterhead): how sure each finding is, the
+shapes of labels, addresses and contact lines, and what a finding holds."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from conveyor.documents.layout import Cell
+
+SURE = 0.97
+LIKELY = 0.93
+FAIR = 0.85
+WEAK = 0.75
+GUESS = 0.6
+
+LABELLED = re.compile(r"^[^\d:]{2,40}:")
+# A sender line's parts: "Name GmbH • Street 1 • 12345 Town" (bullets, bars, dashes).
+SEPARATORS = re.compile(r"\s+(?:[\u2022\u00b7|\u2013\u2014]|-)\s+|\s*[\u2022\u00b7|]\s*")
+ADDRESS = re.compile(r"\d")
+# A postal address line: "60486 Frankfurt", "1234 AB Utrecht", "Seattle, WA 98101",
+# "Leeds LS2 7AB", "DE 12345 Musterstadt".
+POSTCODE = re.compile(
+    r"\b(?:[A-Z]{1,2}[- ]?)?\d{4,5}\s+[^\W\d_]{2,}|\b\d{4}\s?[A-Z]{2}\b|"
+    r"\b[A-Z]{2}\s+\d{5}(?:-\d{4})?\b|\b[A-Z]{1,2}\d[A-Z\d]?\s+\d[A-Z]{2}\b"
+)
+# An address line that names the person a letter is for, not the party: "c/o", "z. Hd.".
+CARE_OF = re.compile(r"^(?:c/o|c\.o\.|z\.\s?h(?:d)?\.?|attn\.?|attention|a/a)\s")
+CONTACT = re.compile(r"@|www\.|https?:|\btel\b|\bfax\b|\bphone\b|\btelefon\b|\+\d", re.IGNORECASE)
+
+
+@dataclass
+class Party:
+    name: str | None = None
+    name_conf: float = 0.0
+    address: str | None = None
+    tax_id: str | None = None
+
+
+@dataclass
+class Block:
+    kind: str  # seller, buyer, other
+    line: int
+    cell: Cell
+    rest: str
+
+
+def segments(text: str) -> list[str]:
+    """A sender line's parts: "Name GmbH • Street 1 • 12345 Town"."""
+    return [s.strip(" ,;") for s in SEPARATORS.split(text) if s.strip(" ,;")]
