@@ -23,13 +23,16 @@ from conveyor.errors import (
 
 if TYPE_CHECKING:
     from conveyor.app import App
-    from conveyor.queue import NewTask, TaskRecord
+    from conveyor.queue import Child, ChildResult, NewTask, Spawn, TaskRecord
     from conveyor.states import AttemptStatus, TaskStatus
     from conveyor.task import Task
 
 _LAZY = {
     "App": "conveyor.app",
     "NewTask": "conveyor.queue",
+    "Spawn": "conveyor.queue",
+    "Child": "conveyor.queue",
+    "ChildResult": "conveyor.queue",
     "TaskRecord": "conveyor.queue",
     "AttemptStatus": "conveyor.states",
     "TaskStatus": "conveyor.states",
@@ -39,12 +42,15 @@ _LAZY = {
 __all__ = [
     "App",
     "AttemptStatus",
+    "Child",
+    "ChildResult",
     "ConveyorError",
     "DatabaseUnavailable",
     "InvalidTask",
     "InvalidTransition",
     "NewTask",
     "PermanentFailure",
+    "Spawn",
     "Task",
     "TaskNotFound",
     "TaskRecord",

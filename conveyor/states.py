@@ -35,6 +35,7 @@ class AttemptStatus(StrEnum):
     THROTTLED = "throttled"
     LOST = "lost"
     CANCELLED = "cancelled"
+    SPAWNED = "spawned"  # it ended by spawning children; its task waits (docs/children.md)
 
 
 TRANSITIONS: frozenset[tuple[TaskStatus, TaskStatus]] = frozenset(

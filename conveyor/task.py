@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from conveyor.queue.records import ChildResult
 
 
 @dataclass
@@ -38,6 +42,20 @@ class Task:
     estimated_tokens: int | None = None
     usage: Usage = field(default_factory=Usage)
     trace_id: str | None = None  # the attempt's trace, when tracing is on
+    # The worker's reader of this task's children (docs/children.md); None: no database.
+    children_reader: Callable[[], Awaitable[list[ChildResult]]] | None = field(
+        default=None, repr=False
+    )
+    children_reader_sync: Callable[[], list[ChildResult]] | None = field(default=None, repr=False)
+
+    async def children(self) -> list[ChildResult]:
+        """The children this task spawned (conveyor.queue.ChildResult), in spawn order:
+        empty on its first run. From a plain `def` agent, use children_sync()."""
+        return [] if self.children_reader is None else await self.children_reader()
+
+    def children_sync(self) -> list[ChildResult]:
+        """children() for a plain `def` agent, which runs in a thread of the worker."""
+        return [] if self.children_reader_sync is None else self.children_reader_sync()
 
     def report_usage(
         self, *, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0

@@ -387,6 +387,8 @@ ENDINGS = [
     ("released", None, "lost", "enqueued", 0),
     ("cancelled", None, "cancelled", "cancelled", 1),
     ("lost", 0.0, "lost", "enqueued", 1),
+    # No children to wait for (docs/children.md; tests/test_children.py spawns some).
+    ("spawned", None, "spawned", "enqueued", 1),
 ]
 
 

@@ -6,7 +6,7 @@ import asyncio
 import os
 import time
 
-from conveyor import App, Task
+from conveyor import App, Child, Spawn, Task
 
 app = App()
 
@@ -56,3 +56,42 @@ async def budgeted(task: Task) -> None:
 def pages(task: Task) -> dict[str, int]:
     """A stand-in document agent: reports the page count it was given."""
     return {"pages": int(task.payload["pages"])}
+
+
+# Child tasks (tests/test_children_processes.py, benchmarks/bench_children.py).
+
+
+def _gate_open(path: str | None) -> bool:
+    return path is None or os.path.exists(path)
+
+
+@app.agent("fan_parent", lease_seconds=2, max_attempts=50)
+async def fan_parent(task: Task) -> object:
+    """Spawns `n` fan_child children (waiting first for `parent_gate`, if given, on its
+    first attempt), then adds up what they return."""
+    children = await task.children()
+    if not children:
+        while task.attempt == 1 and not _gate_open(task.payload.get("parent_gate")):
+            await asyncio.sleep(0.01)
+        extra = task.payload.get("child_payload", {})
+        return Spawn(
+            [
+                Child("fan_child", {**extra, "i": i}, key=f"c{i}")
+                for i in range(int(task.payload.get("n", 10)))
+            ]
+        )
+    return {
+        "sum": sum(c.result["i"] for c in children),
+        "children": len(children),
+        "attempt": task.attempt,
+        "pid": os.getpid(),
+    }
+
+
+@app.agent("fan_child", lease_seconds=2, max_attempts=50)
+async def fan_child(task: Task) -> dict[str, int]:
+    """Waits for its `gate` file, if given, then returns its index and its process."""
+    while not _gate_open(task.payload.get("gate")):
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(float(task.payload.get("seconds", 0.002)))
+    return {"i": int(task.payload["i"]), "pid": os.getpid()}

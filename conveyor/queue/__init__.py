@@ -6,7 +6,8 @@ sweeper's lock and its sweep share one transaction). The modules, by who calls t
 - `records`: the data that goes in and out (NewTask, ClaimedTask, Outcome, TaskRecord, ...);
 - `validation`: clear errors for bad input; `enqueue`: a batch in one statement, or by COPY;
 - `agents`: registration and limits; `exchange`: the worker's claim, finish, renew, sweep;
-- `tasks`: read, list, cancel, retry, prune; `external_jobs`: what callbacks need.
+- `tasks`: read, list, cancel, retry, prune; `external_jobs`: what callbacks need;
+- `children`: child tasks (Spawn, Child), their checks, reading and cancelling families.
 
 Every name is here too, so `from conveyor.queue import X` and `queue.X` are the interface.
 """
@@ -20,6 +21,16 @@ from conveyor.queue.agents import (
     report_throttled,
     reset_limits,
     set_limits,
+)
+from conveyor.queue.children import (
+    MAX_DEPTH,
+    Child,
+    InvalidSpawn,
+    Spawn,
+    cancel_tree,
+    check_spawn,
+    children_of,
+    spawn_json,
 )
 from conveyor.queue.enqueue import COPY_CHUNK, COPY_THRESHOLD, enqueue_many
 from conveyor.queue.exchange import (
@@ -39,6 +50,8 @@ from conveyor.queue.records import (
     AgentRegistration,
     AttemptOutcome,
     AttemptRecord,
+    ChildrenSummary,
+    ChildResult,
     ClaimedTask,
     FinishResult,
     NewTask,
@@ -59,6 +72,7 @@ __all__ = [
     "COPY_THRESHOLD",
     "INT32_MAX",
     "MAX_DELAY_SECONDS",
+    "MAX_DEPTH",
     "MAX_PAYLOAD_BYTES",
     "OUTCOMES",
     "PRIORITY_MAX",
@@ -67,17 +81,25 @@ __all__ = [
     "AgentRegistration",
     "AttemptOutcome",
     "AttemptRecord",
+    "Child",
+    "ChildResult",
+    "ChildrenSummary",
     "ClaimedTask",
     "FinishResult",
+    "InvalidSpawn",
     "NewTask",
     "Outcome",
+    "Spawn",
     "TaskRecord",
     "_outcome_arrays",
     "agent_limits",
     "attempt_for_callback",
     "callback_key",
     "cancel",
+    "cancel_tree",
     "check_agents",
+    "check_spawn",
+    "children_of",
     "claim",
     "enqueue_many",
     "finish",
@@ -92,6 +114,7 @@ __all__ = [
     "retry",
     "set_limits",
     "set_run_id",
+    "spawn_json",
     "storable",
     "sweep",
     "sweep_expired",

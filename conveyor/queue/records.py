@@ -26,6 +26,7 @@ class AttemptOutcome(StrEnum):
     RELEASED = "released"  # a worker shutting down hands it back: no retry spent
     CANCELLED = "cancelled"  # the agent stopped (the task was cancelled), or a cancel
     LOST = "lost"  # the sweeper: the lease expired
+    SPAWNED = "spawned"  # the agent returned a Spawn: its task waits for the children
 
 
 #: What Outcome.outcome may be: checked once per batch before it is written.
@@ -121,6 +122,43 @@ class AttemptRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ChildResult:
+    """A child as its parent sees it when it runs again."""
+
+    id: int
+    key: str
+    agent: str
+    status: TaskStatus
+    result: Any
+    error: str | None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == TaskStatus.COMPLETED
+
+
+@dataclass(frozen=True, slots=True)
+class ChildrenSummary:
+    """A task's place in its family and its children's progress, for the API and the task
+    page. The usage and cost are those of the whole tree: the task's own attempts plus
+    all its descendants'."""
+
+    parent_id: int | None
+    key: str | None
+    depth: int
+    waiting: bool
+    total: int
+    done: int
+    failed: int
+    running: int
+    queued: int
+    input_tokens: int
+    output_tokens: int
+    llm_cost_usd: float
+    compute_cost_usd: float
+
+
+@dataclass(frozen=True, slots=True)
 class TaskRecord:
     id: int
     agent: str
@@ -142,6 +180,9 @@ class TaskRecord:
     started_at: datetime | None
     finished_at: datetime | None
     attempt_history: tuple[AttemptRecord, ...] = field(default=())
+    # Its family: parent, progress of its children, usage and cost of its tree (None when
+    # read without it).
+    children: ChildrenSummary | None = None
 
 
 @dataclass(frozen=True, slots=True)

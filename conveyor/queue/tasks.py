@@ -9,6 +9,7 @@ from psycopg.rows import DictRow
 
 from conveyor.db.pool import Connection
 from conveyor.errors import InvalidTransition, TaskNotFound
+from conveyor.queue import children
 from conveyor.queue.records import AttemptRecord, TaskRecord
 from conveyor.sql import queue as Q
 from conveyor.states import AttemptStatus, TaskStatus
@@ -30,7 +31,10 @@ async def get_task(conn: Connection, task_id: int, *, with_attempts: bool = True
     if with_attempts:
         cur = await conn.execute(Q.attempts_of_task, {"task_id": task_id})
         history = tuple(_attempt(r) for r in await cur.fetchall())
-    return TaskRecord(**{**row, "status": TaskStatus(row["status"])}, attempt_history=history)
+    family = await children.summary(conn, task_id) if with_attempts else None
+    return TaskRecord(
+        **{**row, "status": TaskStatus(row["status"])}, attempt_history=history, children=family
+    )
 
 
 def _attempt(row: DictRow) -> AttemptRecord:
@@ -43,13 +47,13 @@ def _attempt(row: DictRow) -> AttemptRecord:
 
 
 async def cancel(conn: Connection, task_id: int) -> TaskRecord:
-    """Cancel an enqueued or running task. Cancelling a finished task changes nothing and
-    raises InvalidTransition unless it is already cancelled."""
+    """Cancel an enqueued, running or waiting task, and its unfinished descendants (child
+    tasks) with it. Cancelling a finished task changes nothing and raises
+    InvalidTransition unless it is already cancelled."""
     task_id = _task_id(task_id)
-    cur = await conn.execute(Q.tasks_cancel, {"id": task_id})
-    changed = await cur.fetchone()
+    changed = task_id in await children.cancel_tree(conn, task_id)
     task = await get_task(conn, task_id)
-    if changed is None and task.status != TaskStatus.CANCELLED:
+    if not changed and task.status != TaskStatus.CANCELLED:
         raise InvalidTransition(
             f"task {task_id} is {task.status}; only enqueued or processing tasks can be cancelled"
         )

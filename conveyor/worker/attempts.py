@@ -26,6 +26,8 @@ from conveyor.worker.prefetch import Timings
 
 log = logging.getLogger(__name__)
 
+CHILDREN_TIMEOUT = 60.0  # seconds a plain def agent waits for its children's read
+
 
 @dataclass
 class Run:
@@ -94,6 +96,7 @@ class Attempts:
             labels=claimed.labels,
             estimated_tokens=claimed.estimated_tokens,
         )
+        self._read_children(task)
         ended_elsewhere: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._ended_elsewhere[claimed.id] = ended_elsewhere
         attempt = Attempt(
@@ -113,8 +116,12 @@ class Attempts:
                 await self._load_prices(task)
             if isinstance(ended, CalledBack):
                 return None
-            result = outcomes.result_json(ended.value)
-            kind, error = AttemptOutcome.SUCCEEDED, None
+            if isinstance(ended.value, queue.Spawn):
+                result = await self._spawn(claimed, ended.value)
+                kind, error = AttemptOutcome.SPAWNED, None
+            else:
+                result = outcomes.result_json(ended.value)
+                kind, error = AttemptOutcome.SUCCEEDED, None
         except asyncio.CancelledError:
             kind, error = outcomes.stopped(run.reason)
         except Exception as exc:
@@ -151,6 +158,31 @@ class Attempts:
             agent=claimed.agent,
             **values,
         )
+
+    async def _spawn(self, claimed: ClaimedTask, spawn: queue.Spawn) -> str:
+        """The spawn as the outcome's result, once the database has checked what only it
+        knows (agents, depth, cycles): InvalidSpawn, a permanent failure, otherwise."""
+        assert self.db is not None
+        async with self.db.connection() as conn:
+            await queue.check_spawn(conn, claimed.id, spawn)
+        return queue.spawn_json(spawn)
+
+    def _read_children(self, task: Task) -> None:
+        """Give the task its reader of its children (task.children()), which queries the
+        database only when the agent asks."""
+        loop = asyncio.get_running_loop()
+
+        async def read() -> list[queue.ChildResult]:
+            assert self.db is not None
+            async with self.db.connection() as conn:
+                return await queue.children_of(conn, task.id)
+
+        def read_sync() -> list[queue.ChildResult]:
+            # From the agent's thread: the query runs on the worker's loop.
+            return asyncio.run_coroutine_threadsafe(read(), loop).result(CHILDREN_TIMEOUT)
+
+        task.children_reader = read
+        task.children_reader_sync = read_sync
 
     async def _load_prices(self, task: Task) -> None:
         """The first attempt that spent tokens loads the price table, off the loop."""

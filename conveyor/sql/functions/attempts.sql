@@ -15,6 +15,9 @@
 --   cancelled   worker (agent stopped), cancel    cancelled        cancelled
 --   lost        sweeper (lease expired)           lost             as failed: the sweeper
 --                                                                  asks for a retry at once
+--   spawned     worker (the agent returned Spawn) spawned          processing, waiting for
+--                                                                  the children inserted
+--                                                                  here (docs/children.md)
 --
 -- The Python side of the same list is conveyor.queue.AttemptOutcome.
 
@@ -48,6 +51,12 @@ $$;
 -- are its own (locked by the UPDATE), the sweeper and a cancel lock theirs FOR UPDATE
 -- before they call this, in the same statement. One statement: the statement-level
 -- triggers (rollups, NOTIFY) see the task and its attempt change together.
+--
+-- A 'spawned' outcome carries its children as its result, {"on_failure": ..., "children":
+-- [{"agent", "key", "payload", ...}]} (conveyor.queue.children), inserted by the same
+-- statement that ends the attempt, so a spawn exists exactly when its attempt's end
+-- does. The task then waits: no lease, no worker, waiting_since set; the fence below
+-- (waiting_since IS NULL) keeps a repeat of the outcome from spawning again.
 CREATE OR REPLACE FUNCTION conveyor_end_attempts(
     p_task_ids bigint[], p_attempts integer[], p_outcomes text[], p_results jsonb[],
     p_errors text[], p_retry_delays double precision[], p_models text[],
@@ -78,6 +87,7 @@ BEGIN
                    WHEN o.outcome = 'succeeded' THEN 'completed'
                    WHEN o.outcome IN ('throttled', 'released') THEN 'enqueued'
                    WHEN o.outcome = 'cancelled' THEN 'cancelled'
+                   WHEN o.outcome = 'spawned' THEN 'processing'
                    -- failed, lost: the delay is the reporter's (conveyor.policy.backoff).
                    WHEN o.retry_delay IS NOT NULL
                         AND conveyor_retry_left(t.attempts, t.free_attempts, t.max_attempts)
@@ -98,12 +108,46 @@ BEGIN
             finished_at = CASE WHEN d.new_status IN ('completed', 'failed', 'cancelled')
                                THEN d.ended_at END,
             lease_expires_at = NULL,
-            locked_by = NULL
+            locked_by = NULL,
+            waiting_since = CASE WHEN d.outcome = 'spawned' THEN clock_timestamp() END,
+            children_policy = CASE WHEN d.outcome = 'spawned' THEN d.result->>'on_failure'
+                                   ELSE t.children_policy END
         FROM decided d
         WHERE t.id = d.task_id
           AND t.status = 'processing'
           AND t.attempts = d.attempt
-        RETURNING t.id, t.status
+          AND t.waiting_since IS NULL
+        RETURNING t.id, t.status, t.priority, t.tenant, t.labels, t.depth
+    ), spawned AS (
+        -- The children, in the order given (ids and created_at follow it). A key the
+        -- parent spawned before keeps its child, unless that one failed or was cancelled:
+        -- then it runs again, with a fresh allowance of attempts (a retried parent re-runs
+        -- only the children that did not succeed). A child of an agent that is not
+        -- registered is not inserted; the worker checks before it reports the outcome.
+        INSERT INTO tasks AS c (agent, payload, priority, estimated_tokens, max_attempts,
+                                tenant, labels, parent_id, child_key, depth)
+        SELECT k.agent, coalesce(k.payload, '{}'), coalesce(k.priority, e.priority),
+               k.estimated_tokens, coalesce(k.max_attempts, g.max_attempts), e.tenant,
+               e.labels || coalesce(k.labels, '{}'), e.id, k.key, e.depth + 1
+        FROM ended e
+        JOIN decided d ON d.task_id = e.id AND d.outcome = 'spawned'
+        CROSS JOIN LATERAL ROWS FROM (
+                 jsonb_to_recordset(d.result->'children')
+                 AS (agent text, key text, payload jsonb, priority smallint,
+                     estimated_tokens integer, max_attempts integer, labels jsonb)
+             ) WITH ORDINALITY AS k(agent, key, payload, priority, estimated_tokens,
+                                    max_attempts, labels, ord)
+        JOIN agents g ON g.name = k.agent
+        ORDER BY e.id, k.ord
+        ON CONFLICT (parent_id, child_key) WHERE parent_id IS NOT NULL DO UPDATE
+        SET status = 'enqueued',
+            free_attempts = c.attempts,
+            run_after = now(),
+            result = NULL,
+            error = NULL,
+            finished_at = NULL
+        WHERE c.status IN ('failed', 'cancelled')
+        RETURNING c.parent_id
     ), attempt_rows AS (
         UPDATE task_attempts a
         SET status = CASE WHEN e.id IS NULL THEN a.status
@@ -151,4 +195,12 @@ BEGIN
         RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied, e.status
     )
     SELECT r.task_id, r.attempt, r.applied, r.status FROM attempt_rows r;
+
+    -- A parent that spawned waits for its unfinished children, counted now that they are
+    -- inserted; one whose children had all succeeded already runs again at once.
+    IF 'spawned' = ANY(p_outcomes) THEN
+        PERFORM conveyor_children_settle(ARRAY(
+            SELECT o.task_id FROM unnest(p_task_ids, p_outcomes) AS o(task_id, outcome)
+            WHERE o.outcome = 'spawned'));
+    END IF;
 END $$;
