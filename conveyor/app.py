@@ -25,6 +25,8 @@ from conveyor.db.pool import MIGRATION_STATEMENT_TIMEOUT, Connection, Database, 
 from conveyor.errors import InvalidTask
 from conveyor.executors import Dispatcher, Executor
 from conveyor.queue import NewTask, TaskRecord
+from conveyor.queue.reviews import check_threshold
+from conveyor.queue.reviews import register as register_review_below
 from conveyor.settings import Settings, SettingsError
 from conveyor.task import Task
 
@@ -49,6 +51,7 @@ class AgentSpec:
     estimate_tokens: Callable[[Any], int] | None = None
     dispatcher: Dispatcher | Executor | None = None  # set for an external agent
     compute_usd_per_hour: float | None = None  # None: the settings' default
+    review_below: float = 0.9  # a result less confident than this waits for a review
 
     def registration(self, default_compute_rate: float | None = None) -> queue.AgentRegistration:
         rate = self.compute_usd_per_hour
@@ -122,6 +125,7 @@ class App:
         window_seconds: float = 60.0,
         estimate_tokens: Callable[[Any], int] | None = None,
         compute_usd_per_hour: float | None = None,
+        review_below: float = 0.9,
     ) -> Callable[[F], F]:
         """Declare an agent: `@app.agent("invoice", max_attempts=3)` over an async or plain
         function taking a Task. Without the decorator: `app.agent("invoice")(parse_invoice)`.
@@ -132,6 +136,8 @@ class App:
         enqueued without `estimated_tokens`; without either, a task reserves the agent's
         recent average usage. `compute_usd_per_hour` prices an attempt's wall time
         (default: CONVEYOR_COMPUTE_USD_PER_HOUR) into `task_attempts.compute_cost_usd`.
+        A result whose `confidence` is below `review_below` waits for a person's review
+        (docs/reviews.md); an operator's threshold wins over this one, like the limits.
         """
         options: dict[str, Any] = dict(
             max_concurrent=max_concurrent,
@@ -144,6 +150,7 @@ class App:
             window_seconds=window_seconds,
             estimate_tokens=estimate_tokens,
             compute_usd_per_hour=compute_usd_per_hour,
+            review_below=review_below,
         )
         self._check_options(name, **options)
 
@@ -190,6 +197,7 @@ class App:
         max_rpm: int | None = None,
         window_seconds: float = 60.0,
         compute_usd_per_hour: float | None = None,
+        review_below: float = 0.9,
         **_: Any,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -209,6 +217,7 @@ class App:
             raise InvalidTask("window_seconds must be between 0 and 86400")
         if compute_usd_per_hour is not None and not 0 <= compute_usd_per_hour < 1e6:
             raise InvalidTask("compute_usd_per_hour must be a number >= 0")
+        check_threshold(review_below)
 
     # -----------------------------------------------------------------------------------
     # The connection, one per event loop
@@ -263,6 +272,9 @@ class App:
                 rate = self.settings.compute_usd_per_hour
                 await queue.register_agents(
                     conn, [spec.registration(rate) for spec in self.agents.values()]
+                )
+                await register_review_below(
+                    conn, {spec.name: spec.review_below for spec in self.agents.values()}
                 )
         except BaseException:
             await db.close()

@@ -11,6 +11,7 @@ CONVEYOR_DOCUMENTS_URL     where uploaded documents are stored, for every worker
                            postgresql (default: in the database), file:///folder, or
                            s3://, gs://, abfs://bucket/prefix (extras s3, gcs, azure)
 CONVEYOR_API_TOKEN         bearer token for the HTTP API; unset: no authentication
+CONVEYOR_API_TOKENS        named tokens, name=token,...: the same, and the name is who did it
 CONVEYOR_POLL_INTERVAL     seconds between polls of an idle worker (default 1)
 CONVEYOR_LISTEN            0 turns LISTEN/NOTIFY off, behind a transaction pooler (default 1)
 CONVEYOR_SWEEP_INTERVAL    seconds between sweeps for expired leases (default 2)
@@ -107,6 +108,9 @@ class Settings:
     database_credentials: str | None = None  # MODULE:CALLABLE, loaded by the App
     home: Path = field(default_factory=default_home)
     api_token: str | None = None
+    # CONVEYOR_API_TOKENS, `name=token,...`: (name, token) pairs; the name is who made a
+    # change (a review) in the audit trail. api_token is accepted beside them as "operator".
+    api_tokens: tuple[tuple[str, str], ...] = ()
     poll_interval: float = 1.0
     listen: bool = True
     sweep_interval: float = 2.0
@@ -143,6 +147,7 @@ class Settings:
             database_credentials=os.environ.get("CONVEYOR_DATABASE_CREDENTIALS") or None,
             home=Path(home).expanduser() if home else default_home(),
             api_token=os.environ.get("CONVEYOR_API_TOKEN") or None,
+            api_tokens=parse_api_tokens(os.environ.get("CONVEYOR_API_TOKENS", "")),
             poll_interval=_env_float("CONVEYOR_POLL_INTERVAL", 1.0),
             listen=_env_bool("CONVEYOR_LISTEN", True),
             sweep_interval=_env_float("CONVEYOR_SWEEP_INTERVAL", 2.0),
@@ -160,6 +165,45 @@ class Settings:
             documents_url=_documents_url(),
             **_llm_settings(),
         )
+
+    def named_tokens(self) -> dict[str, str]:
+        """Every token the API accepts, by the name its changes are recorded under."""
+        tokens = dict(self.api_tokens)
+        if self.api_token:
+            if tokens.get(SINGLE_TOKEN_NAME, self.api_token) != self.api_token:
+                raise SettingsError(
+                    f"CONVEYOR_API_TOKENS names a token {SINGLE_TOKEN_NAME!r}, the name of "
+                    "CONVEYOR_API_TOKEN's: give it another name"
+                )
+            tokens[SINGLE_TOKEN_NAME] = self.api_token
+        return tokens
+
+
+SINGLE_TOKEN_NAME = "operator"
+_TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@+-]{1,64}$")
+
+
+def parse_api_tokens(text: str) -> tuple[tuple[str, str], ...]:
+    """`alice=t1,bob=t2` -> (("alice", "t1"), ("bob", "t2")); a bad entry, a name given
+    twice or a token shared by two names is a SettingsError (never the token's text)."""
+    pairs: list[tuple[str, str]] = []
+    for number, entry in enumerate((e.strip() for e in text.split(",")), 1):
+        if not entry:
+            continue
+        name, equals, token = entry.partition("=")
+        name, token = name.strip(), token.strip()
+        if not equals or not token:
+            raise SettingsError(f"CONVEYOR_API_TOKENS: entry {number} is not name=token")
+        if not _TOKEN_NAME.match(name):
+            raise SettingsError(
+                f"CONVEYOR_API_TOKENS: entry {number}: a name is 1-64 letters, digits or _.@+-"
+            )
+        if any(name == n for n, _ in pairs):
+            raise SettingsError(f"CONVEYOR_API_TOKENS: the name {name!r} is given twice")
+        if any(token == t for _, t in pairs):
+            raise SettingsError(f"CONVEYOR_API_TOKENS: {name!r} has the token of another name")
+        pairs.append((name, token))
+    return tuple(pairs)
 
 
 def _documents_url() -> str:

@@ -20,7 +20,7 @@ from conveyor.app import App
 from conveyor.errors import TaskNotFound
 from conveyor.queue import NewTask
 from conveyor.states import TaskStatus
-from conveyor.web import callbacks, dashboard, documents, errors
+from conveyor.web import callbacks, dashboard, documents, errors, reviews
 from conveyor.web import events as event_stream
 from conveyor.web import metrics as metrics_routes
 from conveyor.web.errors import ApiError, error_response, parse_id
@@ -69,10 +69,10 @@ def create_app(app: App) -> FastAPI:
     )
     errors.install(api)
     api.add_middleware(BodyLimit, max_bytes=MAX_JSON_BODY)
-    token = app.settings.api_token
-    sessions = Sessions(token) if token else None
-    if token and sessions is not None:
-        api.add_middleware(BearerAuth, token=token, sessions=sessions)
+    tokens = app.settings.named_tokens()
+    sessions = Sessions(tokens) if tokens else None
+    if tokens and sessions is not None:
+        api.add_middleware(BearerAuth, tokens=tokens, sessions=sessions)
     # Added last, so outermost: a request from another site is refused before its body
     # is read or its token looked at. make_server adds the host it listens on.
     api.state.served_names = ServedNames(app.settings)
@@ -85,6 +85,7 @@ def create_app(app: App) -> FastAPI:
     api.include_router(metrics_routes.router(app))
     api.state.events = hub
     api.include_router(event_stream.router(hub))
+    api.include_router(reviews.router(app))
     api.include_router(dashboard.router(app, sessions, throttle))
     dashboard.mount_static(api)
     return api
@@ -225,24 +226,42 @@ def _too_large(limit: int) -> ASGIApp:
 
 
 class BearerAuth:
-    """With CONVEYOR_API_TOKEN set, /api and the dashboard need `Authorization: Bearer`,
-    or for reading, the session cookie of /login (browsers; see web/dashboard.py).
-    Health checks stay open; callbacks from external jobs carry a signature instead;
-    signing out ends only the caller's own session."""
+    """With CONVEYOR_API_TOKEN or CONVEYOR_API_TOKENS set, /api and the dashboard need
+    `Authorization: Bearer`, or for reading, the session cookie of /login (browsers; see
+    web/dashboard.py). The one change a session may make is a review (web/reviews.py): a
+    person reviews in the browser, and other sites cannot post here (web/security.py) nor
+    make the browser send the cookie (SameSite=Strict). Health checks stay open; callbacks
+    from external jobs carry a signature instead; signing out ends only the caller's own
+    session. Who is asking (the token's name) is `request.state.who`."""
 
     OPEN = ("/healthz", "/api/callbacks/", "/login", "/logout", "/static/")
 
-    def __init__(self, app: ASGIApp, token: str, sessions: Sessions) -> None:
+    def __init__(self, app: ASGIApp, tokens: dict[str, str], sessions: Sessions) -> None:
         self.app = app
         self.sessions = sessions
-        self.expected = f"Bearer {token}".encode()
+        self.expected = [(name, f"Bearer {token}".encode()) for name, token in tokens.items()]
+
+    def _bearer(self, given: bytes) -> str | None:
+        found = None
+        for name, expected in self.expected:  # every one compared: the time says nothing
+            if hmac.compare_digest(given, expected):
+                found = name
+        return found
+
+    def _session(self, scope: Scope) -> str | None:
+        if scope.get("method") in ("GET", "HEAD") or reviews.session_may_post(scope):
+            return self.sessions.who(scope)
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"].startswith(self.OPEN):
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers", ())).get(b"authorization", b"")
-        if not hmac.compare_digest(given, self.expected) and not self.sessions.reads(scope):
+        who = self._bearer(given) or self._session(scope)
+        if who is not None:
+            scope.setdefault("state", {})["who"] = who
+        else:
             if dashboard.is_page(scope):
                 await RedirectResponse("/login", status_code=303)(scope, receive, send)
                 return

@@ -36,6 +36,7 @@ from starlette.types import Scope
 
 from conveyor.app import App
 from conveyor.errors import TaskNotFound
+from conveyor.reviews import queue as review_queue
 from conveyor.web.errors import parse_id
 from conveyor.web.sessions import COOKIE, Sessions
 from conveyor.web.throttle import LoginThrottle
@@ -43,17 +44,19 @@ from conveyor.web.throttle import LoginThrottle
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
-PAGES = ("/", "/tasks/")
+PAGES = ("/", "/tasks/", "/reviews")
 
 
-def _template(name: str) -> Template:
+def template(name: str) -> Template:
     return Template((TEMPLATES / name).read_text())
 
 
 def is_page(scope: Scope) -> bool:
     """A dashboard page, where a browser without a session is sent to /login."""
     path: str = scope["path"]
-    return scope.get("method") == "GET" and (path == "/" or path.startswith("/tasks/"))
+    return scope.get("method") == "GET" and (
+        path == "/" or path.startswith(("/tasks/", "/reviews"))
+    )
 
 
 SIGN_OUT = (
@@ -62,7 +65,7 @@ SIGN_OUT = (
 )
 
 
-def _page(
+def page(
     title: str,
     body: str,
     *,
@@ -71,7 +74,7 @@ def _page(
     signed_in: bool = False,
 ) -> str:
     attrs = " ".join(f'data-{k}="{html.escape(v)}"' for k, v in (data or {}).items())
-    return _template("page.html").substitute(
+    return template("page.html").substitute(
         title=html.escape(title),
         body=body,
         body_attrs=attrs,
@@ -80,11 +83,11 @@ def _page(
     )
 
 
-def _login_page(error: str = "") -> str:
-    body = _template("login.html").substitute(
+def login_page(error: str = "") -> str:
+    body = template("login.html").substitute(
         error=f'<p class="error">{html.escape(error)}</p>' if error else ""
     )
-    return _page("Sign in · Conveyor", body)
+    return page("Sign in · Conveyor", body)
 
 
 def router(app: App, sessions: Sessions | None, throttle: LoginThrottle) -> APIRouter:
@@ -97,15 +100,15 @@ def router(app: App, sessions: Sessions | None, throttle: LoginThrottle) -> APIR
         poll: Annotated[float, Query(ge=0.05, le=3600)] = 10.0,
     ) -> HTMLResponse:
         """The overview. `?poll=SECONDS` sets the fallback poll (tests make it short)."""
-        body = _template("dashboard.html").substitute()
-        page = _page(
+        body = template("dashboard.html").substitute()
+        html_page = page(
             "Conveyor",
             body,
             script="dashboard.js",
             data={"poll": str(poll)},
             signed_in=signed_in,
         )
-        return HTMLResponse(page)
+        return HTMLResponse(html_page)
 
     @api.get("/tasks/{task_id}", response_class=HTMLResponse)
     async def task_page(task_id: str) -> HTMLResponse:
@@ -116,7 +119,7 @@ def router(app: App, sessions: Sessions | None, throttle: LoginThrottle) -> APIR
         rows = "".join(_attempt_row(a) for a in task.attempt_history) or (
             '<tr><td colspan="10" class="empty">no attempts yet</td></tr>'
         )
-        body = _template("task.html").substitute(
+        body = template("task.html").substitute(
             id=task.id,
             agent=html.escape(task.agent),
             status=html.escape(str(task.status)),
@@ -131,23 +134,24 @@ def router(app: App, sessions: Sessions | None, throttle: LoginThrottle) -> APIR
             result=html.escape(json.dumps(task.result, indent=2, ensure_ascii=False)),
             attempt_rows=rows,
         )
-        page = _page(
+        body += await _review_section(app, task.id)
+        html_page = page(
             f"Task {task.id} · Conveyor",
             body,
             script="task.js",
             data={"task": str(task.id), "status": str(task.status), "agent": task.agent},
             signed_in=signed_in,
         )
-        return HTMLResponse(page)
+        return HTMLResponse(html_page)
 
     @api.get("/login", response_class=HTMLResponse)
     async def login_form() -> HTMLResponse:
-        return HTMLResponse(_login_page())
+        return HTMLResponse(login_page())
 
     @api.post("/login")
     async def login(request: Request, token: Annotated[str, Form(max_length=1000)]) -> Response:
-        expected = app.settings.api_token
-        if expected is None or sessions is None:
+        tokens = app.settings.named_tokens()
+        if not tokens or sessions is None:
             return RedirectResponse("/", status_code=303)
         address = request.client.host if request.client else ""
         wait = throttle.wait(address)
@@ -155,18 +159,22 @@ def router(app: App, sessions: Sessions | None, throttle: LoginThrottle) -> APIR
             # Not even looked at: while closed, a right token cannot be told from a wrong one.
             seconds = math.ceil(wait)
             return HTMLResponse(
-                _login_page(f"Too many wrong tokens from your address: try again in {seconds} s."),
+                login_page(f"Too many wrong tokens from your address: try again in {seconds} s."),
                 status_code=429,
                 headers={"Retry-After": str(seconds)},
             )
-        if not hmac.compare_digest(token.encode(), expected.encode()):
+        name = None
+        for candidate, expected in tokens.items():  # all compared: the time says nothing
+            if hmac.compare_digest(token.encode(), expected.encode()):
+                name = candidate
+        if name is None:
             throttle.failed(address)
-            return HTMLResponse(_login_page("That is not this server's token."), status_code=401)
+            return HTMLResponse(login_page("That is not this server's token."), status_code=401)
         throttle.succeeded(address)
         answer = RedirectResponse("/", status_code=303)
         answer.set_cookie(
             COOKIE,
-            sessions.issue(),
+            sessions.issue(name),
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -189,6 +197,44 @@ def router(app: App, sessions: Sessions | None, throttle: LoginThrottle) -> APIR
         return answer
 
     return api
+
+
+async def _review_section(app: App, task_id: int) -> str:
+    """The task's review and its result's versions (the audit trail), if it has a review."""
+    async with app.connection() as conn:
+        try:
+            review, versions = await review_queue.get(conn, task_id)
+        except review_queue.NoReviewPending:
+            return ""
+    state = html.escape(review["status"])
+    if review["status"] == "pending":
+        said = f'pending: <a href="/reviews/{task_id}">review it</a>'
+    else:
+        said = f"{state} by {html.escape(review['reviewed_by'])}, {_time(review['reviewed_at'])}"
+    items = []
+    for v in versions:
+        changes = "".join(
+            f"<li><code>{html.escape(field)}</code>: {html.escape(_shown(c.get('from')))} → "
+            f"{html.escape(_shown(c.get('to')))}</li>"
+            for field, c in (v["corrections"] or {}).items()
+        )
+        items.append(
+            f'<li data-version="{v["version"]}">version {v["version"]}: '
+            f"{html.escape(v['action'])} by {html.escape(v['made_by'])}, {_time(v['made_at'])}"
+            f"{f'<ul>{changes}</ul>' if changes else ''}</li>"
+        )
+    trail = "".join(items) or "<li>version 1: the machine's</li>"
+    return (
+        '<main><section class="card" id="review">'
+        f'<h2>Review <span class="badge r-{state}">{state}</span></h2>'
+        f"<p>{said} (confidence {review['confidence']:.2f}, below {review['review_below']}; "
+        f"the result above is version {review['version']})</p>"
+        f'<ol class="versions" id="audit">{trail}</ol></section></main>'
+    )
+
+
+def _shown(value: Any) -> str:
+    return "(none)" if value is None else str(value)
 
 
 def mount_static(api: Any) -> None:

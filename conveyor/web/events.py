@@ -172,6 +172,14 @@ class EventHub:
     # -- events in -----------------------------------------------------------------------
 
     def _on_notify(self, payload: dict[str, Any]) -> None:
+        if payload.get("event") == "review":  # a review marked or decided (web/reviews.py)
+            if isinstance(payload.get("agent"), str) and isinstance(payload.get("id"), int):
+                data = {k: payload.get(k) for k in ("id", "agent", "tenant", "review", "version")}
+                if isinstance(payload.get("by"), str):
+                    data["by"] = payload["by"]
+                self._append("review", payload["agent"], None, data)
+                self._wake()
+            return
         agent, status = payload.get("agent"), payload.get("status")
         if not isinstance(agent, str) or not isinstance(status, str):
             return

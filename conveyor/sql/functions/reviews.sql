@@ -1,0 +1,43 @@
+-- The review queue's trigger: a task that completes with a result less confident than its
+-- agent's threshold gets a pending review, in the transaction that completes it.
+-- The live text; migrate() applies this file whenever it changes.
+--
+-- A row trigger with a WHEN clause, not a statement trigger: the WHEN is checked by the
+-- executor for each updated row without calling any function, so the queue's hot updates
+-- (claims, lease renewals, outcomes of tasks that are not completing) pay nothing; only a
+-- completion calls the function, which reads the agent's row by its key and inserts at
+-- most one row. A result counts when it is an object with a numeric `confidence`; a task
+-- without one (most plain agents) is never reviewed.
+CREATE OR REPLACE FUNCTION conveyor_mark_review() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    threshold float8;
+    score numeric;
+BEGIN
+    -- IS DISTINCT FROM, not <>: a result without the key (or NULL) must leave here too.
+    IF jsonb_typeof(NEW.result->'confidence') IS DISTINCT FROM 'number' THEN
+        RETURN NULL;
+    END IF;
+    -- Compared as numeric: a confidence of 1e400 is a number JSON allows and float8 not.
+    score := (NEW.result->'confidence')::numeric;
+    SELECT review_below INTO threshold FROM agents WHERE name = NEW.agent;
+    IF threshold IS NULL OR score >= threshold::numeric THEN
+        RETURN NULL;
+    END IF;
+    -- A task completes once (completed is terminal); a row already here is kept as it is.
+    INSERT INTO reviews (task_id, agent, tenant, confidence, review_below)
+    VALUES (NEW.id, NEW.agent, coalesce(NEW.tenant, ''), greatest(score, -1e300)::float8, threshold)
+    ON CONFLICT (task_id) DO NOTHING;
+    IF FOUND THEN
+        PERFORM pg_notify('conveyor', json_build_object(
+            'event', 'review', 'id', NEW.id, 'agent', NEW.agent, 'tenant', NEW.tenant,
+            'review', 'pending', 'version', 1)::text);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER tasks_mark_review
+    AFTER UPDATE OF status ON tasks
+    FOR EACH ROW
+    WHEN (NEW.status = 'completed' AND OLD.status <> 'completed')
+    EXECUTE FUNCTION conveyor_mark_review();
