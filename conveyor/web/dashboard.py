@@ -218,9 +218,14 @@ async def _review_section(app: App, task_id: int) -> str:
             f"{html.escape(_shown(c.get('to')))}</li>"
             for field, c in (v["corrections"] or {}).items()
         )
+        made = (
+            "the machine's"
+            if v["action"] == "machine"
+            else f"{html.escape(v['action'])} by {html.escape(v['made_by'])}"
+        )
         items.append(
             f'<li data-version="{v["version"]}">version {v["version"]}: '
-            f"{html.escape(v['action'])} by {html.escape(v['made_by'])}, {_time(v['made_at'])}"
+            f"{made}, {_time(v['made_at'])}"
             f"{f'<ul>{changes}</ul>' if changes else ''}</li>"
         )
     trail = "".join(items) or "<li>version 1: the machine's</li>"

@@ -94,7 +94,7 @@
       const changes = Object.entries(v.corrections || {}).map(([field, c]) =>
         el("li", {}, el("code", {}, field), `: ${shown(c.from) || "(none)"} → ${shown(c.to) || "(none)"}`));
       return el("li", { "data-version": String(v.version) },
-        `version ${v.version}: ${v.action} by ${v.made_by}, ${when(v.made_at)}`,
+        `version ${v.version}: ${v.action === "machine" ? "the machine's" : `${v.action} by ${v.made_by}`}, ${when(v.made_at)}`,
         changes.length ? el("ul", {}, ...changes) : "");
     });
     const r = data.review;
