@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
+import logging
 from typing import Any
 
 from conveyor.executors.base import Attempt, CalledBack, JobFailed
 from conveyor.executors.jobs import Dispatched, Dispatcher, Job
+from conveyor.log import fields
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CALLBACK_GRACE = 5.0  # seconds a callback may trail the job's end
+STOP_TIMEOUT = 10.0  # seconds a job's stop() may take when it is a request
 
 
 class CallbackExecutor:
@@ -52,7 +58,7 @@ class CallbackExecutor:
             return CalledBack()
         except asyncio.CancelledError:
             if dispatched is not None and dispatched.stop is not None:
-                dispatched.stop()
+                await _stop(dispatched)
             raise
 
     async def _wait(self, called_back: asyncio.Future[None], dispatched: Dispatched) -> None:
@@ -61,6 +67,16 @@ class CallbackExecutor:
         waits: list[asyncio.Future[Any]] = [called_back]
         if dispatched.ended is not None:
             waits.append(asyncio.ensure_future(dispatched.ended))
+        try:
+            await self._wait_for_either(called_back, waits, dispatched)
+        finally:
+            if len(waits) > 1:
+                waits[1].cancel()  # a watch that polls (a Ray job's status) stops with it
+
+    async def _wait_for_either(
+        self, called_back: asyncio.Future[None], waits: list[asyncio.Future[Any]],
+        dispatched: Dispatched,
+    ) -> None:  # fmt: skip
         timeout = getattr(self.dispatcher, "timeout", None)
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if called_back.done():
@@ -79,3 +95,18 @@ class CallbackExecutor:
 
     async def close(self) -> None:
         pass
+
+
+async def _stop(dispatched: Dispatched) -> None:
+    """Stop a cancelled attempt's job: a plain call (a signal), or one that is awaited (a
+    request to the job's runner), bounded, so that a runner that does not answer cannot
+    hold a cancel up."""
+    stopping = dispatched.stop()
+    if inspect.isawaitable(stopping):
+        try:
+            await asyncio.wait_for(stopping, STOP_TIMEOUT)
+        except Exception as exc:
+            log.warning(
+                "a cancelled attempt's job could not be stopped",
+                extra=fields(run_id=dispatched.run_id, error=f"{type(exc).__name__}: {exc}"),
+            )

@@ -2,7 +2,8 @@
 
 A dispatcher starts the job of one attempt and says how to watch it (`Dispatched`); the job
 ends the attempt with a signed callback (conveyor.executors.callback waits for it).
-Declare one with `app.external(name, SubprocessJob([...]))` or `HttpJob(url)`; any object
+Declare one with `app.external(name, SubprocessJob([...]))` or `HttpJob(url)` (or
+`RayJob(entrypoint)`, conveyor.executors.ray_jobs: one Ray job per attempt); any object
 with an `async dispatch(job) -> Dispatched` method is a dispatcher too.
 """
 
@@ -52,7 +53,9 @@ class Dispatched:
 
     run_id: str
     ended: Awaitable[int] | None = None
-    stop: Any = None  # a callable that stops the job, when the attempt is cancelled
+    # Called when the attempt is cancelled, to stop the job: a plain callable (a signal),
+    # or one returning an awaitable (a request to the job's runner), awaited, bounded.
+    stop: Any = None
 
 
 class Dispatcher(Protocol):

@@ -33,7 +33,7 @@ What the function can reach: its payload, and what the cluster can reach. A docu
 read from CONVEYOR_DOCUMENTS_URL's store (s3://, gs://, abfs://, or a file:/// folder on
 storage every node mounts); the default store, PostgreSQL, needs the database's URL there.
 The Ray job mode (one Ray job per attempt through the Jobs REST API, ended by the signed
-callback) is not here: see docs/scale-out.md.
+callback) is conveyor.executors.ray_jobs.RayJob.
 """
 
 from __future__ import annotations
