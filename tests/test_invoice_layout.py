@@ -942,3 +942,11 @@ def test_the_euro_sign_as_a_lone_e_of_a_tex_font_and_summe_brutto() -> None:
     assert currencies_in("Rue de la Paix 2,50 e poi")["EUR"] == 0  # once is only a word
     found = sum_label("Summe Brutto 4 266,15 e")
     assert found is not None and found[0] == "gross" and found[1] == len("Summe Brutto")
+
+
+def test_a_table_row_read_without_its_amount_leaves_no_field_trusted() -> None:
+    assert max(read(US)["fields"].values()) >= 0.9  # type: ignore[attr-defined]
+    out = read([*US, (40, 272, "Parking"), (300, 272, "3"), (380, 272, "$12.00")])
+    items = out["data"]["line_items"]  # type: ignore[index]
+    assert items[-1]["amount"] is None
+    assert max(out["fields"].values()) < 0.9  # type: ignore[attr-defined]

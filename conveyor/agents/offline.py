@@ -117,13 +117,17 @@ def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
 
 
 # A document whose fields do not hold together (its sums do not add up, a key field is
-# missing) was misread somewhere; where is not known, so no field of it is trusted.
+# missing, a table row read without its amount) was misread somewhere; where is not
+# known, so no field of it is trusted.
 DOUBT = 0.85
 
 
+def _misread(check: str) -> bool:
+    return check.startswith("no ") or "not the total" in check or "have no amount" in check
+
+
 def _doubted(invoice: Invoice, fields: dict[str, float]) -> dict[str, float]:
-    failed = cross_checks("invoice", invoice)
-    if not any(check.startswith("no ") or "not the total" in check for check in failed):
+    if not any(_misread(check) for check in cross_checks("invoice", invoice)):
         return fields
     return {name: min(conf, DOUBT) for name, conf in fields.items()}
 
