@@ -1,0 +1,142 @@
+"""A parent's progress over HTTP and on its task page, in the real headless Chromium:
+GET /api/tasks/{id} shows its children done / total and the usage of its tree, and the
+page moves as each child ends, without a reload."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from playwright.async_api import Browser, Page, async_playwright, expect
+
+from conveyor import App, Child, Spawn, Task, TaskStatus
+from conveyor.settings import Settings
+from conveyor.worker import Worker
+from tests.conftest import wait_for
+from tests.test_worker import Running
+from tests.web import serving
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture
+async def page() -> AsyncIterator[Page]:
+    async with async_playwright() as p:
+        browser: Browser = await p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        context = await browser.new_context(viewport={"width": 1280, "height": 900})
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        yield page
+        await browser.close()
+        assert not errors, f"the page's script failed: {errors}"
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[App]:
+    app = App(settings=settings)
+    gates = {key: asyncio.Event() for key in ("a", "b", "c")}
+    app.gates = gates  # type: ignore[attr-defined]
+
+    @app.agent("part")
+    async def part(task: Task) -> int:
+        await gates[task.payload["key"]].wait()
+        task.report_usage(model="tiny", input_tokens=100, output_tokens=10)
+        return 1
+
+    @app.agent("whole")
+    async def whole(task: Task) -> Any:
+        children = await task.children()
+        if not children:
+            return Spawn([Child("part", {"key": k}, key=k) for k in gates])
+        return sum(c.result for c in children)
+
+    yield app
+    await app.aclose()
+
+
+async def test_a_parents_progress_shows_in_the_api_and_moves_on_its_page(
+    app: App, page: Page
+) -> None:
+    gates = app.gates  # type: ignore[attr-defined]
+    parent = await app.enqueue_async("whole", {})
+    async with (
+        Running(Worker(app, concurrency=4)),
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+    ):
+
+        async def waiting() -> Any:
+            body = (await client.get(f"/api/tasks/{parent}")).json()
+            children = body["children"]
+            return children if children["running"] == 3 else None
+
+        children = await wait_for(waiting, timeout=30, what="three children running")
+        assert (children["total"], children["done"], children["waiting"]) == (3, 0, True)
+        assert (await client.get(f"/api/tasks/{parent}")).json()["status"] == "processing"
+
+        await page.goto(f"{url}/tasks/{parent}")
+        progress = page.locator("#task-children")
+        await expect(progress).to_contain_text("0 / 3 done", timeout=10_000)
+        gates["a"].set()
+        # Live: the parent's status has not changed, so the page did not reload.
+        await expect(progress).to_contain_text("1 / 3 done", timeout=10_000)
+        gates["b"].set()
+        gates["c"].set()
+        await wait_for(lambda: _completed(app, parent), timeout=30, what="the parent completed")
+        await expect(progress).to_contain_text("3 / 3 done", timeout=10_000)
+        body = (await client.get(f"/api/tasks/{parent}")).json()
+        async with app.connection() as conn:
+            cur = await conn.execute(
+                "SELECT id FROM tasks WHERE parent_id = %s ORDER BY id LIMIT 1", (parent,)
+            )
+            first = await cur.fetchone()
+        assert first is not None
+        child = (await client.get(f"/api/tasks/{first['id']}")).json()["children"]
+    assert body["result"] == 3
+    assert [a["status"] for a in body["attempt_history"]] == ["spawned", "succeeded"]
+    tree = body["children"]
+    assert (tree["done"], tree["waiting"], tree["input_tokens"], tree["output_tokens"]) == (
+        3,
+        False,
+        300,
+        30,
+    )
+    assert (child["parent_id"], child["key"], child["depth"], child["total"]) == (
+        parent,
+        "a",
+        1,
+        0,
+    )
+
+
+async def _completed(app: App, task_id: int) -> bool:
+    return (await app.get_task_async(task_id)).status == TaskStatus.COMPLETED
+
+
+async def test_cancel_over_http_cancels_the_waiting_parents_children(app: App) -> None:
+    parent = await app.enqueue_async("whole", {})
+    async with (
+        Running(Worker(app, concurrency=4)) as worker,
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+    ):
+
+        async def running() -> bool:
+            body = (await client.get(f"/api/tasks/{parent}")).json()
+            return bool(body["children"]["running"] == 3)
+
+        await wait_for(running, timeout=30, what="three children running")
+        answer = await client.post(f"/api/tasks/{parent}/cancel")
+        assert answer.status_code == 200 and answer.json()["status"] == "cancelled"
+        assert answer.json()["children"]["failed"] == 3, "cancelled children count as failed"
+        await wait_for(lambda: not worker.slots.running, what="the children's agents stopped")
+        again = await client.post(f"/api/tasks/{parent}/cancel")
+        assert again.status_code == 200, "cancelling a cancelled task is not an error"
