@@ -53,7 +53,8 @@ class ConveyorSubject:
         await self.admin.close()
 
     async def reset(self) -> None:
-        await self.admin.execute("TRUNCATE tasks, task_attempts RESTART IDENTITY")
+        # CASCADE: tables added later (reviews) refer to tasks.
+        await self.admin.execute("TRUNCATE tasks, task_attempts RESTART IDENTITY CASCADE")
 
     async def enqueue_many(self, payloads: list[dict[str, Any]]) -> None:
         await self.app.enqueue_many_async([NewTask("noop", p) for p in payloads])
