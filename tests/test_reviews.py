@@ -547,3 +547,45 @@ def test_corrections_of_a_plain_result_and_their_refusals() -> None:
     amounts = apply(invoice_result(), {"line_items": [{"description": "x", "amount": "1"}]})
     assert amounts.result["data"]["line_items"][0]["amount"] == "1"
     assert json.dumps(amounts.result)
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+
+def test_the_cli_shows_the_backlog_and_sets_and_resets_a_threshold(
+    settings: Settings, database_url: str
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    async def register() -> None:
+        async with Desk(settings).app:
+            pass
+
+    asyncio.run(register())
+
+    def conveyor(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "conveyor.cli", "--database-url", database_url, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+
+    done = conveyor("reviews", "threshold", "lenient", "0.3")
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if "lenient" in x)
+    assert "0.3" in line and "0.5" in line and "operator" in line
+    bad = conveyor("reviews", "threshold", "lenient", "2")
+    assert bad.returncode == 2 and "between 0 and 1" in bad.stderr
+    nameless = conveyor("reviews", "threshold", "--reset")
+    assert nameless.returncode == 1 and "name the agent" in nameless.stderr
+    unknown = conveyor("reviews", "threshold", "nobody", "0.5")
+    assert unknown.returncode == 1 and "unknown agent" in unknown.stderr
+    reset = conveyor("reviews", "threshold", "lenient", "--reset")
+    line = next(x for x in reset.stdout.splitlines() if "lenient" in x)
+    assert reset.returncode == 0 and "code" in line and "0.3" not in line
+    backlog = conveyor("reviews")
+    assert backlog.returncode == 0 and "Pending reviews: 0" in backlog.stdout

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from conveyor.cli import admin, documents, serve, tasks
+from conveyor.cli import admin, documents, reviews, serve, tasks
 from conveyor.cli.common import Command
 from conveyor.errors import ConveyorError
 from conveyor.log import configure
@@ -45,6 +45,17 @@ def _seconds(text: str) -> float:
         return parse_duration(text)
     except ConveyorError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value:g}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -187,6 +198,24 @@ def build_parser() -> argparse.ArgumentParser:
         "reset", help="back to the limits declared in code; forget learned throttling"
     )
     resetter.add_argument("agent")
+
+    p = command(
+        "reviews",
+        reviews.cmd_reviews,
+        "pending reviews by agent and tenant; `reviews threshold` shows or sets review_below",
+    )
+    p.set_defaults(action="show")
+    p.add_argument("--json", action="store_true", help="JSON, for scripts")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    threshold = actions.add_parser(
+        "threshold",
+        help="show every agent's review threshold, or set one (it wins over the code's)",
+        description="A result whose confidence is below its agent's threshold waits for a "
+        "review; a new value applies to the next completion, on every worker.",
+    )
+    threshold.add_argument("agent", nargs="?")
+    threshold.add_argument("review_below", nargs="?", type=_fraction, metavar="VALUE")
+    threshold.add_argument("--reset", action="store_true", help="back to the code's threshold")
 
     p = command("prune", admin.cmd_prune, "delete finished tasks older than a duration")
     p.add_argument(

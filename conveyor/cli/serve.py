@@ -29,7 +29,7 @@ async def cmd_up(args: argparse.Namespace) -> int:
     await _check_llm(app)
     if not os.environ.get("CONVEYOR_PUBLIC_URL"):  # external jobs call back to this server
         app.settings = replace(app.settings, public_url=f"http://{args.host}:{args.port}")
-    server = make_server(create_app(app), args.host, args.port, token=app.settings.api_token)
+    server = make_server(create_app(app), args.host, args.port, token=_any_token(app))
     where = (
         "CONVEYOR_DATABASE_URL"
         if app.settings.database_url
@@ -155,7 +155,12 @@ async def cmd_web(args: argparse.Namespace) -> int:
 
     app = app_from(args, args.app) if args.app else App(settings=settings_from(args))
     await check_store(app)  # here, for a clear error: the lifespan's would be a traceback
-    server = make_server(create_app(app), args.host, args.port, token=app.settings.api_token)
+    server = make_server(create_app(app), args.host, args.port, token=_any_token(app))
     print(f"conveyor: dashboard on http://{args.host}:{args.port}/ (API docs at /docs)", flush=True)
     await _run(app, None, server)
     return 0
+
+
+def _any_token(app: App) -> str | None:
+    """A token the API requires, if it requires one (CONVEYOR_API_TOKEN or _TOKENS)."""
+    return next(iter(app.settings.named_tokens().values()), None)
