@@ -950,3 +950,34 @@ def test_a_table_row_read_without_its_amount_leaves_no_field_trusted() -> None:
     items = out["data"]["line_items"]  # type: ignore[index]
     assert items[-1]["amount"] is None
     assert max(out["fields"].values()) < 0.9  # type: ignore[attr-defined]
+
+
+def test_a_block_set_flush_right_under_its_heading_and_a_created_date() -> None:
+    right = 555.0  # every line below ends where its heading does
+
+    def flush(y: float, text: str) -> tuple[float, float, str]:
+        return (right - stringWidth(text, "Helvetica", 9), y, text)
+
+    out = read(
+        [
+            (40, 50, "INVOICE", 20),
+            flush(50, "Invoice #: 123"),
+            flush(62, "Created: 2018-01-01"),
+            (40, 110, "INVOICE FROM"),
+            flush(110, "INVOICE TO"),
+            (40, 124, "Aperture Science, Inc."),
+            flush(124, "Umbrella Corp."),
+            (40, 136, "Brevort Lake Rd 1234"),
+            flush(136, "123 Queen Victoria St"),
+            flush(148, "London EC4N"),
+            (40, 220, "Item"),
+            flush(220, "Price"),
+            (40, 236, "Portal Device"),
+            flush(236, "10,000.00 USD"),
+            flush(260, "Total: 10,000.00 USD"),
+        ]
+    )
+    data = out["data"]
+    assert isinstance(data, dict)
+    assert data["customer"]["name"] == "Umbrella Corp."
+    assert data["issue_date"] == "2018-01-01"

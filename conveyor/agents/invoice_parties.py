@@ -87,11 +87,15 @@ def _block_lines(sheet: Sheet, block: Block) -> list[tuple[int, Cell]]:
     # Blocks side by side ("BILL TO | SHIP TO"): a block ends where the next one begins.
     right = [c.x0 for c in start.cells if c.x0 > block.cell.x1 and party_heading(c.text)]
     edge = min([block.cell.x0 + 260, *[x - 4 for x in right]])
+    right_aligned = not right and block.cell.x1 > sheet.page_width(start.page) * 0.6
     for j in range(block.line + 1, min(len(sheet.lines), block.line + 14)):
         line = sheet.lines[j]
         if line.page != start.page or line.y0 - bottom > 2.8 * max(start.height, 8.0):
             break
         cells = [c for c in line.cells if c.x0 >= block.cell.x0 - 12 and c.x0 < edge]
+        if not cells and right_aligned:
+            # a block set flush right under its heading: its lines end where the heading does
+            cells = [c for c in line.cells if abs(c.x1 - block.cell.x1) < 12]
         if not cells:
             continue
         heading = party_heading(cells[0].text)

@@ -54,6 +54,12 @@ class Sheet:
                 return page.height or 842.0
         return 842.0
 
+    def page_width(self, number: int) -> float:
+        for page in self.pages:
+            if page.number == number:
+                return page.width or 595.0
+        return 595.0
+
     def amount(self, text: str) -> object:
         return cell_amount(text, self.style)
 
