@@ -3,8 +3,9 @@
     python benchmarks/realdocs.py [--corpus DIR] [--path text-only|as-is]
                                   [--failures] [--json out.json]
 
-DIR: ../shared/realdocs (the default), benchmarks/tuning (more layouts, with its own
-held-out sources marked in its index.json) or benchmarks/corpus with --evaluation.
+DIR: ../shared/realdocs (the default), benchmarks/tuning or benchmarks/fresh (more
+layouts, each with its own held-out sources marked in its index.json) or benchmarks/corpus
+with --evaluation.
 
 Each PDF is read exactly as a worker's `invoice` agent reads it without a model: its text
 (extract_text), then the e-invoice XML it carries if any (conveyor.agents.einvoice, the
