@@ -1,10 +1,13 @@
 """Ray attempts: the time a Ray task adds to an attempt, and exactly-once across workers.
 
     python benchmarks/bench_ray.py [--server URL] [--tasks 1000] [--phases plain overhead once]
+                                   [--concurrency 1 16]
 
-(BENCH_RAY_CONCURRENCY=16 sets the concurrency.) A profile of the Ray attempts alone:
-`py-spy record -r 250 --format raw -o ray.txt -- python benchmarks/bench_ray.py --phases
-overhead`.
+(`--concurrency` lists the concurrencies of the plain and overhead phases, run one after the
+other in the same run, with a summary line for each at the end; BENCH_RAY_CONCURRENCY=16
+sets the resource shape, 2/16 CPUs a task, and the concurrency of the `once` phase.)
+A profile of the Ray attempts alone: `py-spy record -r 250 --format raw -o ray.txt --
+python benchmarks/bench_ray.py --phases overhead`.
 
 In a fresh database created and dropped here, on a local Ray cluster this process starts
 (`ray.init(num_cpus=2)`, no dashboard, usage stats off):
@@ -22,6 +25,9 @@ In a fresh database created and dropped here, on a local Ray cluster this proces
 2. once: `--tasks` no-op Ray attempts through 2 `conveyor worker` processes that
    join the cluster through CONVEYOR_RAY_ADDRESS: attempts, distinct tasks, lost and
    repeated attempts are counted.
+3. serialize (not run by default): what sending an attempt's end back costs, as the
+   `_Ended` dataclass (cloudpickle, as before) against the plain values sent now (msgpack,
+   which Ray uses for them), dumped and loaded `--tasks` x 10 times.
 """
 
 from __future__ import annotations
@@ -121,7 +127,7 @@ async def _durations(conn: Any, agent: str, since: int) -> tuple[list[float], fl
     return [r["d"] for r in rows], span
 
 
-async def _drain(bench: App, agent: str, count: int) -> int:
+async def _drain(bench: App, agent: str, count: int, concurrency: int = CONCURRENCY) -> int:
     """Enqueue `count` tasks of `agent` and wait until all are completed; the last id
     before them."""
     from conveyor.worker import Worker
@@ -130,7 +136,7 @@ async def _drain(bench: App, agent: str, count: int) -> int:
         cur = await conn.execute("SELECT coalesce(max(id), 0) AS m FROM tasks")
         before = int((await cur.fetchone())["m"])  # type: ignore[index]
     await bench.enqueue_many_async([{"agent": agent, "payload": {}} for _ in range(count)])
-    worker = Worker(bench, concurrency=CONCURRENCY)
+    worker = Worker(bench, concurrency=concurrency)
     exchanges: list[float] = []  # each exchange's round trip (outcomes out, claims in)
     moving_average = worker.timings.exchanged
 
@@ -176,22 +182,33 @@ def _stats(label: str, durations: list[float], span: float) -> dict[str, float]:
     return out
 
 
-async def overhead(url: str, tasks: int) -> None:
+#: Per concurrency: mean ms of the in-process, Ray and plain Ray runs, for the summary.
+SUMMARY: dict[int, dict[str, float]] = {}
+
+
+async def overhead(url: str, tasks: int, concurrency: int = CONCURRENCY) -> None:
+    for steps in STEPS.values():
+        steps.clear()
     bench = App(
         settings=Settings(database_url=url, home=Path(tempfile.mkdtemp()), poll_interval=0.2)
     )
     bench.agents.update(app.agents)
     async with bench, bench.connection() as conn:
-        since = await _drain(bench, "inproc", tasks)
+        since = await _drain(bench, "inproc", tasks, concurrency)
         local = _stats("in-process", *await _durations(conn, "inproc", since))
-        await _drain(bench, "ray_noop", 8 * CONCURRENCY)  # Ray's worker processes
-        since = await _drain(bench, "ray_noop", tasks)
+        await _drain(bench, "ray_noop", 8 * CONCURRENCY, concurrency)  # Ray's processes
+        since = await _drain(bench, "ray_noop", tasks, concurrency)
         remote = _stats("Ray task", *await _durations(conn, "ray_noop", since))
-        since = await _drain(bench, "ray_timed", tasks)
+        since = await _drain(bench, "ray_timed", tasks, concurrency)
         timed = _stats("timed Ray", *await _durations(conn, "ray_timed", since))
+    row = SUMMARY.setdefault(concurrency, {})
+    row.update(
+        inproc=local["mean_ms"], ray=remote["mean_ms"], inproc_p50=local["p50_ms"],
+        ray_p50=remote["p50_ms"], inproc_per_s=local["per_s"], ray_per_s=remote["per_s"],
+    )  # fmt: skip
     print(
         f"Ray adds {remote['mean_ms'] - local['mean_ms']:.2f} ms per attempt (mean) at "
-        f"concurrency {CONCURRENCY}; throughput {local['per_s']:.0f} -> "
+        f"concurrency {concurrency}; throughput {local['per_s']:.0f} -> "
         f"{remote['per_s']:.0f} attempts/s, i.e. "
         f"{1000 / remote['per_s'] - 1000 / local['per_s']:.2f} ms more of wall time per attempt"
     )
@@ -212,13 +229,13 @@ def _breakdown(timed: dict[str, float]) -> None:
     )
 
 
-async def plain_ray(tasks: int) -> None:
-    """The same no-op as a plain Ray driver runs it, `CONCURRENCY` at a time: what Ray
+async def plain_ray(tasks: int, concurrency: int = CONCURRENCY) -> None:
+    """The same no-op as a plain Ray driver runs it, `concurrency` at a time: what Ray
     itself costs on this machine, without Conveyor."""
     import ray
 
     remote = ray.remote(max_retries=0, num_cpus=2 / CONCURRENCY)(noop)
-    slots = asyncio.Semaphore(CONCURRENCY)
+    slots = asyncio.Semaphore(concurrency)
     durations: list[float] = []
 
     submits: list[float] = []
@@ -237,7 +254,8 @@ async def plain_ray(tasks: int) -> None:
     cpu = time.process_time()
     began = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(tasks)))
-    _stats("plain Ray", durations, time.perf_counter() - began)
+    plain = _stats("plain Ray", durations, time.perf_counter() - began)
+    SUMMARY.setdefault(concurrency, {}).update(plain=plain["mean_ms"], plain_p50=plain["p50_ms"])
     print(
         f"   (submit {statistics.fmean(submits) * 1000:.2f} ms mean of that; the driver's "
         f"CPU {(time.process_time() - cpu) * 1000 / tasks:.2f} ms per task)"
@@ -294,13 +312,61 @@ async def exactly_once(url: str, tasks: int, address: str) -> None:
     )
 
 
+def serialize(count: int) -> None:
+    import msgpack
+    from ray import cloudpickle
+
+    from conveyor.executors import ray as executor
+    from conveyor.task import Usage
+
+    usage = Usage(model="gpt-4o-mini", input_tokens=1200, output_tokens=300, calls=1)
+    usage.by_model["gpt-4o-mini"] = [1200, 300]
+    node = "f" * 56
+    ended = executor._Ended(usage=usage, node=node, value={"pages": 3})
+    values = executor._returned(usage, node, {"pages": 3})
+    for label, dump, load, what in (
+        ("dataclass, cloudpickle", cloudpickle.dumps, cloudpickle.loads, ended),
+        ("plain values, msgpack", msgpack.packb, msgpack.unpackb, values),
+    ):
+        began = time.process_time()
+        for _ in range(count):
+            load(dump(what))
+        spent = (time.process_time() - began) / count * 1e6
+        print(f"{label:>24}: {spent:.1f} us of CPU to dump and load, {len(dump(what))} bytes")
+
+
+def _summary() -> None:
+    """One line per concurrency: what a Ray attempt adds to an in-process one, and how
+    much of that a plain Ray driver's own task takes at the same concurrency."""
+    for concurrency, row in SUMMARY.items():
+        if "ray" not in row:
+            continue
+        added = row["ray"] - row["inproc"]
+        line = (
+            f"concurrency {concurrency}: in-process {row['inproc']:.2f} ms, Ray attempt "
+            f"{row['ray']:.2f} ms (p50 {row['inproc_p50']:.2f} -> {row['ray_p50']:.2f}): "
+            f"adds {added:.2f} ms of latency, "
+            f"{1000 / row['ray_per_s'] - 1000 / row['inproc_per_s']:.2f} ms of wall time"
+        )
+        if "plain" in row:
+            line += (
+                f"; plain Ray {row['plain']:.2f} ms (p50 {row['plain_p50']:.2f}), "
+                f"so beyond Ray's own task {added - row['plain']:.2f} ms"
+            )
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", default=os.environ.get("CONVEYOR_TEST_DATABASE_URL"))
     parser.add_argument("--tasks", type=int, default=1000)
     phases = ["plain", "overhead", "once"]
-    parser.add_argument("--phases", nargs="+", choices=phases, default=phases)
+    parser.add_argument("--phases", nargs="+", choices=[*phases, "serialize"], default=phases)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[CONCURRENCY])
     args = parser.parse_args()
+    if args.phases == ["serialize"]:
+        serialize(args.tasks * 10)  # no cluster, no database
+        return
     if not args.server:
         sys.exit("--server URL (or CONVEYOR_TEST_DATABASE_URL): a PostgreSQL to create a db in")
     import ray
@@ -316,10 +382,13 @@ def main() -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     try:
-        if "plain" in args.phases:
-            asyncio.run(plain_ray(args.tasks))
-        if "overhead" in args.phases:
-            asyncio.run(overhead(url, args.tasks))
+        for concurrency in args.concurrency:
+            print(f"-- concurrency {concurrency} (load {os.getloadavg()[0]:.1f})")
+            if "plain" in args.phases:
+                asyncio.run(plain_ray(args.tasks, concurrency))
+            if "overhead" in args.phases:
+                asyncio.run(overhead(url, args.tasks, concurrency))
+        _summary()
         if "once" in args.phases:
             asyncio.run(exactly_once(url, args.tasks, ray.get_runtime_context().gcs_address))
     finally:

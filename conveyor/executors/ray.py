@@ -62,7 +62,7 @@ _init_lock = threading.Lock()
 
 @dataclass
 class _Ended:
-    """What the Ray task sends back, whatever way it ended (built there, read here)."""
+    """What the Ray task sent back, whatever way it ended (read here)."""
 
     usage: Usage
     node: str
@@ -72,6 +72,31 @@ class _Ended:
     error_type: str = ""
     retry_after: float | None = None
     remote_traceback: str = ""
+
+
+#: How _Ended travels back from the Ray task: plain values (usage as model, input and
+#: output tokens, calls, tokens by model; then node, value, error, message, error type,
+#: retry after, remote traceback), which Ray serializes with msgpack. The dataclass itself
+#: went through cloudpickle both ways: 40 us of CPU per attempt to dump and load, against
+#: 4 us for these values (`bench_ray.py --phases serialize`, docs/benchmarks.md).
+Returned = tuple[Any, ...]
+
+
+def _returned(
+    usage: Usage, node: str, value: Any = None, error: str | None = None, message: str = "",
+    error_type: str = "", retry_after: float | None = None, remote_traceback: str = "",
+) -> Returned:  # fmt: skip
+    spent = (usage.model, usage.input_tokens, usage.output_tokens, usage.calls, usage.by_model)
+    return (*spent, node, value, error, message, error_type, retry_after, remote_traceback)
+
+
+def _ended(returned: Returned) -> _Ended:
+    model, input_tokens, output_tokens, calls, by_model, node, value, *rest = returned
+    error, message, error_type, retry_after, remote_traceback = rest
+    usage = Usage(
+        model, input_tokens, output_tokens, calls, {k: list(v) for k, v in by_model.items()}
+    )
+    return _Ended(usage, node, value, error, message, error_type, retry_after, remote_traceback)
 
 
 #: What an attempt sends to its Ray task: the Task's fields as plain values, which Ray
@@ -98,31 +123,41 @@ def _received(sent: Sent) -> Task:
     )  # fmt: skip
 
 
-def _attempt_in_ray(fn: Callable[[Task], Any], sent: Sent) -> _Ended:
+def _attempt_in_ray(fn: Callable[[Task], Any], sent: Sent) -> Returned:
     """Runs in a Ray worker process: the agent function, its usage, how it ended."""
-    import ray
-
     task = _received(sent)
-    node = ray.get_runtime_context().get_node_id()
+    node = _node_id()
     try:
         value = fn(task)
         if inspect.isawaitable(value):
             value = asyncio.run(_awaited(value))
-        return _Ended(usage=task.usage, node=node, value=value)
+        return _returned(task.usage, node, value)
     except Throttled as exc:
-        return _Ended(
-            usage=task.usage, node=node, error="throttled", message=str(exc),
-            retry_after=exc.retry_after,
-        )  # fmt: skip
+        return _returned(
+            task.usage, node, error="throttled", message=str(exc), retry_after=exc.retry_after
+        )
     except Exception as exc:
-        return _Ended(
-            usage=task.usage,
-            node=node,
+        return _returned(
+            task.usage,
+            node,
             error="permanent" if isinstance(exc, PermanentFailure) else "raised",
             message=str(exc),
             error_type=type(exc).__name__,
             remote_traceback="".join(traceback.format_exception(exc)),
         )
+
+
+_node: str | None = None
+
+
+def _node_id() -> str:
+    """The node this Ray worker process runs on (asked once: a process stays on its node)."""
+    global _node
+    if _node is None:
+        import ray
+
+        _node = str(ray.get_runtime_context().get_node_id())
+    return _node
 
 
 async def _awaited(value: Any) -> Any:
@@ -208,8 +243,7 @@ class RayTask:
 
     async def _result(self, ref: Any) -> _Ended:
         """What the Ray task sent back, awaited without blocking the loop."""
-        ended: _Ended = await ref
-        return ended
+        return _ended(await ref)
 
     async def close(self) -> None:
         pass  # the cluster connection is the process's; Ray closes it at exit
@@ -230,7 +264,7 @@ class RayTask:
             if self._remote is None:
                 fn = self.fn
 
-                def conveyor_attempt(sent: Sent) -> _Ended:
+                def conveyor_attempt(sent: Sent) -> Returned:
                     return _attempt_in_ray(fn, sent)
 
                 # One name and one resource shape for every attempt: Ray reuses a worker
