@@ -181,6 +181,12 @@ async def explain(url: str) -> list[str]:
             plan = [r[0] for r in await cur.fetchall()]
             out.append(f"  {name}:")
             out += [f"    {p}" for p in plan]
+        # The summary counts the whole backlog: its plan, and its time in the server.
+        cur = await conn.execute(
+            sql.SQL("EXPLAIN (ANALYZE, COSTS OFF, BUFFERS) ") + sql.SQL(Q.reviews_backlog)  # type: ignore[arg-type]
+        )
+        out.append("  reviews_backlog:")
+        out += [f"    {r[0]}" for r in await cur.fetchall()]
     return out
 
 

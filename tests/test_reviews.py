@@ -235,6 +235,15 @@ async def test_the_backlog_is_oldest_first_filtered_and_paged_by_keyset(
             ("invoice", "acme", 4),
             ("invoice", "", 3),
         }
+        # A task deleted (pruned) takes its review, and its count, along.
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            await conn.execute("DELETE FROM tasks WHERE id = %s", (ids[0],))
+        backlog = (await client.get("/api/reviews/backlog")).json()
+        assert backlog["pending"] == 6
+        assert {(g["agent"], g["tenant"], g["pending"]) for g in backlog["groups"]} == {
+            ("invoice", "acme", 3),
+            ("invoice", "", 3),
+        }
         bad = await client.get("/api/reviews", params={"cursor": "yesterday"})
         assert bad.status_code == 422 and "cursor" in bad.json()["error"]["message"]
 
@@ -281,6 +290,8 @@ async def test_a_correction_is_a_new_version_and_the_machines_is_kept(
             {"version": 2, "made_by": "alice", "action": "corrected", "total": "119.00"},
         ]
         assert (await client.get("/api/reviews", headers=bearer(BOB))).json()["items"] == []
+        backlog = (await client.get("/api/reviews/backlog", headers=bearer(BOB))).json()
+        assert backlog == {"pending": 0, "groups": []}, "decided: counted out"
 
         again = await client.post(
             f"/api/tasks/{task_id}/review",

@@ -59,9 +59,12 @@ class Cursor:
     def parse(cls, text: str) -> Cursor:
         when, _, task_id = text.rpartition("~")
         try:
-            return cls(datetime.fromisoformat(when), int(task_id))
+            at, number = datetime.fromisoformat(when), int(task_id)
         except ValueError:
-            raise InvalidTask(f"cursor: not a cursor this API gave: {text[:80]!r}") from None
+            at, number = None, 0
+        if at is None or at.tzinfo is None or not 0 < number < 2**63:
+            raise InvalidTask(f"cursor: not a cursor this API gave: {text[:80]!r}")
+        return cls(at, number)
 
 
 async def backlog(conn: Connection) -> list[DictRow]:

@@ -84,13 +84,17 @@ ORDER BY created_at, task_id
 LIMIT %(limit)s;
 
 -- name: reviews_backlog
--- Pending reviews by agent and tenant, the oldest first: the Review page's summary. It
--- reads every pending row (an index-only scan when the visibility map allows); 100,000
--- take a few tens of milliseconds (docs/benchmarks.md).
-SELECT agent, tenant, count(*) AS pending, min(created_at) AS oldest
-FROM reviews
-WHERE status = 'pending'
-GROUP BY agent, tenant
+-- Pending reviews by agent and tenant, the oldest backlog first: the Review page's
+-- summary. The counts are review_backlog's (kept by triggers: a few rows, not a count of
+-- the whole backlog); each group's oldest is the first entry of its range in
+-- reviews_pending_group_idx.
+SELECT c.agent, c.tenant, c.pending,
+       (SELECT min(r.created_at) FROM reviews r
+        WHERE r.status = 'pending' AND r.agent = c.agent AND r.tenant = c.tenant) AS oldest
+FROM (SELECT agent, tenant, sum(pending)::bigint AS pending
+      FROM review_backlog
+      GROUP BY agent, tenant
+      HAVING sum(pending) > 0) c
 ORDER BY oldest, agent, tenant;
 
 -- name: reviews_get
@@ -159,9 +163,12 @@ ORDER BY version;
 -- many, how long they waited (median and 90th percentile, seconds) and how many fields
 -- they corrected.
 WITH pending AS (
-    SELECT agent, count(*) AS pending, min(created_at) AS oldest
-    FROM reviews WHERE status = 'pending'
-    GROUP BY agent
+    SELECT b.agent, sum(b.pending)::bigint AS pending,
+           (SELECT min(r.created_at) FROM reviews r
+            WHERE r.status = 'pending' AND r.agent = b.agent) AS oldest
+    FROM review_backlog b
+    GROUP BY b.agent
+    HAVING sum(b.pending) > 0
 ), done AS (
     SELECT agent,
            count(*) AS reviewed,

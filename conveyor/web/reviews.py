@@ -203,7 +203,12 @@ def router(app: App) -> APIRouter:
             "changes": decision.changes,
         }
 
-    @api.get("/api/tasks/{task_id}/pages/{number}.png", tags=["reviews"])
+    @api.get(
+        "/api/tasks/{task_id}/pages/{number}.png",
+        tags=["reviews"],
+        response_class=Response,
+        responses={200: {"content": {"image/png": {}}, "description": "the page as PNG"}},
+    )
     async def page_png(task_id: str, number: int) -> Response:
         """A page of the task's document as PNG, for the review screen."""
         task = await app.get_task_async(_task_id(task_id))

@@ -44,6 +44,24 @@ CREATE INDEX reviews_pending_agent_idx ON reviews (agent, created_at, task_id)
     WHERE status = 'pending';
 CREATE INDEX reviews_pending_tenant_idx ON reviews (tenant, created_at, task_id)
     WHERE status = 'pending';
+-- The oldest pending review of an agent and tenant (the Review page's summary): the first
+-- entry of its range here.
+CREATE INDEX reviews_pending_group_idx ON reviews (agent, tenant, created_at)
+    WHERE status = 'pending';
+
+-- How many reviews are pending per agent and tenant, kept by the triggers on reviews
+-- (conveyor/sql/functions/reviews.sql) as rows are marked, decided or deleted (a pruned
+-- task takes its review along): the summary reads these few rows instead of counting a
+-- backlog of 100,000 on every page load. Split into shards by task id, so that workers
+-- marking reviews of one agent and tenant at once do not queue on one row's lock; the
+-- readers sum the shards.
+CREATE TABLE review_backlog (
+    agent   text NOT NULL,
+    tenant  text NOT NULL,
+    shard   smallint NOT NULL,
+    pending bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent, tenant, shard)
+);
 -- Metrics of reviews done: time to review, fields corrected, per agent and period.
 CREATE INDEX reviews_reviewed_idx ON reviews (agent, reviewed_at) WHERE status <> 'pending';
 

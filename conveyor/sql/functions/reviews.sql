@@ -5,9 +5,10 @@
 -- A row trigger with a WHEN clause, not a statement trigger: the WHEN is checked by the
 -- executor for each updated row without calling any function, so the queue's hot updates
 -- (claims, lease renewals, outcomes of tasks that are not completing) pay nothing; only a
--- completion calls the function, which reads the agent's row by its key and inserts at
--- most one row. A result counts when it is an object with a numeric `confidence`; a task
--- without one (most plain agents) is never reviewed.
+-- completion with a `confidence` in its result calls the function, which reads the
+-- agent's row by its key and inserts at most one row. A result counts when it is an
+-- object with a numeric `confidence`; a task without one (most plain agents) is never
+-- reviewed, and never calls the function.
 CREATE OR REPLACE FUNCTION conveyor_mark_review() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -39,5 +40,37 @@ END $$;
 CREATE OR REPLACE TRIGGER tasks_mark_review
     AFTER UPDATE OF status ON tasks
     FOR EACH ROW
-    WHEN (NEW.status = 'completed' AND OLD.status <> 'completed')
+    WHEN (NEW.status = 'completed' AND OLD.status <> 'completed' AND NEW.result ? 'confidence')
     EXECUTE FUNCTION conveyor_mark_review();
+
+-- The pending counts of review_backlog (migration 0011), per agent, tenant and shard, kept
+-- in the transaction of every change of a review row: marked pending, decided, deleted
+-- (with its task, by pruning or by hand). Eight shards by task id: concurrent markings of
+-- one agent and tenant mostly take different rows.
+CREATE OR REPLACE FUNCTION conveyor_count_review() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    change int;
+    r reviews;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        r := NEW;
+        change := CASE WHEN NEW.status = 'pending' THEN 1 ELSE 0 END;
+    ELSIF TG_OP = 'DELETE' THEN
+        r := OLD;
+        change := CASE WHEN OLD.status = 'pending' THEN -1 ELSE 0 END;
+    ELSE
+        r := NEW;
+        change := (NEW.status = 'pending')::int - (OLD.status = 'pending')::int;
+    END IF;
+    IF change <> 0 THEN
+        INSERT INTO review_backlog AS b (agent, tenant, shard, pending)
+        VALUES (r.agent, r.tenant, (r.task_id % 8)::smallint, change)
+        ON CONFLICT (agent, tenant, shard) DO UPDATE SET pending = b.pending + excluded.pending;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER reviews_count
+    AFTER INSERT OR DELETE OR UPDATE OF status ON reviews
+    FOR EACH ROW EXECUTE FUNCTION conveyor_count_review();
