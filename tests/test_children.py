@@ -390,3 +390,23 @@ async def test_the_last_two_children_ending_together_wake_the_parent_once(
         )
     ).fetchone()
     assert (row["waiting_since"], row["children_open"]) == (None, 0)
+
+
+async def test_a_parents_children_are_read_by_their_index(conn: Any) -> None:
+    """The fan-in counts a parent's children at every child's end, and the task page reads
+    them: by tasks_children_idx, among many tasks that are nobody's children."""
+    await conn.execute("INSERT INTO agents (name) VALUES ('a')")
+    await conn.execute(
+        """INSERT INTO tasks (agent, status, parent_id, child_key)
+           SELECT 'a', 'completed', CASE WHEN g % 100 = 0 THEN g / 1000 + 1 END,
+                  CASE WHEN g % 100 = 0 THEN 'k' || g END
+           FROM generate_series(1, 20000) g"""
+    )
+    await conn.execute("ANALYZE tasks")
+    for query in (
+        "SELECT count(*) FROM tasks WHERE parent_id = 3 AND status IN ('enqueued', 'processing')",
+        "SELECT id, child_key FROM tasks WHERE parent_id = 3 ORDER BY id",
+    ):
+        cur = await conn.execute(psycopg.sql.SQL("EXPLAIN (FORMAT JSON) " + query))
+        plan = json.dumps((await cur.fetchone())["QUERY PLAN"])
+        assert "tasks_children_idx" in plan and "Seq Scan" not in plan, plan
