@@ -44,33 +44,47 @@ CREATE OR REPLACE TRIGGER tasks_mark_review
     EXECUTE FUNCTION conveyor_mark_review();
 
 -- The pending counts of review_backlog (migration 0011), per agent, tenant and shard, kept
--- in the transaction of every change of a review row: marked pending, decided, deleted
--- (with its task, by pruning or by hand). Eight shards by task id: concurrent markings of
--- one agent and tenant mostly take different rows.
-CREATE OR REPLACE FUNCTION conveyor_count_review() RETURNS trigger
+-- in the transaction of every change of review rows: marked pending, decided, deleted
+-- (with their tasks, by pruning or by hand). Statement triggers: a statement that changes
+-- many reviews (a prune) makes one upsert per agent, tenant and shard, in key order (the
+-- order every writer locks them in), not one per row. Eight shards by task id, so that
+-- concurrent markings of one agent and tenant mostly take different rows.
+CREATE OR REPLACE FUNCTION conveyor_count_reviews() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-    change int;
-    r reviews;
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        r := NEW;
-        change := CASE WHEN NEW.status = 'pending' THEN 1 ELSE 0 END;
-    ELSIF TG_OP = 'DELETE' THEN
-        r := OLD;
-        change := CASE WHEN OLD.status = 'pending' THEN -1 ELSE 0 END;
-    ELSE
-        r := NEW;
-        change := (NEW.status = 'pending')::int - (OLD.status = 'pending')::int;
-    END IF;
-    IF change <> 0 THEN
         INSERT INTO review_backlog AS b (agent, tenant, shard, pending)
-        VALUES (r.agent, r.tenant, (r.task_id % 8)::smallint, change)
+        SELECT agent, tenant, (task_id % 8)::smallint, count(*)
+        FROM new_rows WHERE status = 'pending'
+        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (agent, tenant, shard) DO UPDATE SET pending = b.pending + excluded.pending;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO review_backlog AS b (agent, tenant, shard, pending)
+        SELECT agent, tenant, (task_id % 8)::smallint, -count(*)
+        FROM old_rows WHERE status = 'pending'
+        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (agent, tenant, shard) DO UPDATE SET pending = b.pending + excluded.pending;
+    ELSE
+        INSERT INTO review_backlog AS b (agent, tenant, shard, pending)
+        SELECT n.agent, n.tenant, (n.task_id % 8)::smallint,
+               sum((n.status = 'pending')::int - (o.status = 'pending')::int)
+        FROM old_rows o JOIN new_rows n USING (task_id)
+        GROUP BY 1, 2, 3
+        HAVING sum((n.status = 'pending')::int - (o.status = 'pending')::int) <> 0
+        ORDER BY 1, 2, 3
         ON CONFLICT (agent, tenant, shard) DO UPDATE SET pending = b.pending + excluded.pending;
     END IF;
     RETURN NULL;
 END $$;
 
-CREATE OR REPLACE TRIGGER reviews_count
-    AFTER INSERT OR DELETE OR UPDATE OF status ON reviews
-    FOR EACH ROW EXECUTE FUNCTION conveyor_count_review();
+CREATE OR REPLACE TRIGGER reviews_count_inserted
+    AFTER INSERT ON reviews REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_count_reviews();
+
+CREATE OR REPLACE TRIGGER reviews_count_updated
+    AFTER UPDATE ON reviews REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_count_reviews();
+
+CREATE OR REPLACE TRIGGER reviews_count_deleted
+    AFTER DELETE ON reviews REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_count_reviews();
