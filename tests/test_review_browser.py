@@ -137,6 +137,9 @@ async def test_a_reviewer_corrects_a_field_and_the_task_shows_the_version_and_tr
 
             await page.goto(f"{url}/reviews?poll=3600")
             await expect(page.locator("#queue tbody")).to_contain_text("nothing waits")
+            reviewed = page.locator('#review-metrics tr[data-agent="invoice"]')
+            await expect(reviewed).to_contain_text("total 0% of 1")
+            await expect(reviewed).to_contain_text("number 100% of 1")
         finally:
             await close(context)
 

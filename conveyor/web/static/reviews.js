@@ -68,12 +68,34 @@
       el("td", {}, el("a", { href: `/reviews/${r.task_id}`, class: "review-link" }, "Review")));
   }
 
+  function seconds(s) {
+    if (s == null) return "—";
+    if (s < 120) return `${Math.round(s)} s`;
+    if (s < 7200) return `${(s / 60).toFixed(1)} min`;
+    return `${(s / 3600).toFixed(1)} h`;
+  }
+
+  function renderMetrics(m) {
+    const rows = Object.entries(m.agents).filter(([, a]) => a.reviewed > 0).map(([agent, a]) => {
+      const fields = Object.entries(a.fields)
+        .sort((x, y) => (x[1].accuracy ?? 1) - (y[1].accuracy ?? 1))
+        .map(([f, v]) => `${f} ${Math.round((v.accuracy ?? 0) * 100)}% of ${v.reviewed}`);
+      return el("tr", { "data-agent": agent },
+        el("td", {}, agent), el("td", { class: "num" }, a.reviewed), el("td", { class: "num" }, a.corrected),
+        el("td", { class: "num" }, a.fields_corrected), el("td", { class: "num" }, seconds(a.time_to_review_p50_s)),
+        el("td", { class: "fields-accuracy" }, fields.join(", ") || "—"));
+    });
+    document.querySelector("#review-metrics tbody").replaceChildren(...(rows.length ? rows
+      : [el("tr", {}, el("td", { colspan: "6", class: "empty" }, "nothing reviewed yet"))]));
+  }
+
   async function refresh() {
     try {
       const [backlog, page] = await Promise.all([
         getJson("/api/reviews/backlog"),
         getJson(`/api/reviews?${new URLSearchParams(Object.assign({ limit: String(shown) }, filters()))}`),
       ]);
+      getJson("/api/reviews/metrics").then(renderMetrics, () => {});
       renderBacklog(backlog);
       const rows = page.items.map(row);
       queueBody.replaceChildren(...(rows.length ? rows
