@@ -37,10 +37,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from conveyor.agents import document_parts as parts
 from conveyor.agents.einvoice import from_pdf as einvoice_from_pdf
 from conveyor.agents.einvoice import from_xml as einvoice_from_xml
 from conveyor.agents.hybrid import extract_hybrid
-from conveyor.agents.llm import classify_image, estimate_tokens, extract_llm
+from conveyor.agents.llm import (
+    ANSWER_TOKENS,
+    PARALLEL_REQUESTS,
+    classify_image,
+    estimate_tokens,
+    extract_llm,
+)
 from conveyor.app import App
 from conveyor.documents import ocr
 from conveyor.documents.errors import UnreadableDocument
@@ -52,6 +59,7 @@ from conveyor.errors import PermanentFailure
 from conveyor.llm.client import LLMClient
 from conveyor.llm.estimates import Correction, from_attempts
 from conveyor.log import fields
+from conveyor.queue import Spawn
 from conveyor.task import Task
 
 AGENTS = {"invoice": "invoice", "contract": "contract", "document": None}
@@ -60,15 +68,20 @@ AGENTS = {"invoice": "invoice", "contract": "contract", "document": None}
 log = logging.getLogger(__name__)
 
 VISION_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}  # what models take
+ANSWER_TOKENS_MAX = max(ANSWER_TOKENS.values())
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 LEASE_SECONDS = 120.0  # renewed while it runs; the lease only bounds how long a crash hides
 
 
 class DocumentAgents:
-    """What the agents share: the App, whose settings they read when an attempt runs."""
+    """What the agents share: the App, whose settings they read when an attempt runs.
+    `parallel`: chunk requests at a time within one attempt (the LLM extractor's);
+    `fanout`: a document longer than one chunk is read by page-range child tasks."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, *, parallel: int = PARALLEL_REQUESTS, fanout: bool = True) -> None:
         self.app = app
+        self.parallel = parallel
+        self.fanout = fanout
         # Per agent: how far token estimates are off (conveyor.llm.estimates), learnt
         # from task_attempts when this process first runs one of its attempts.
         self.corrections: dict[str, Correction] = {}
@@ -114,9 +127,11 @@ class DocumentAgents:
         name = payload.get("name")
         return path, name if isinstance(name, str) else None
 
-    async def extract(self, task: Task, doc_type: str | None) -> dict[str, Any]:
+    async def extract(self, task: Task, doc_type: str | None) -> dict[str, Any] | Spawn:
         from conveyor.documents.text import extract_text
 
+        if parts.is_part(task.payload):
+            return await parts.read_part(self, task)
         path, name = await self.document_path(task.payload)
         media_type = task.payload.get("media_type") or PDF
         if media_type == XML:
@@ -132,13 +147,21 @@ class DocumentAgents:
             einvoice = await asyncio.to_thread(einvoice_from_pdf, path, text)
             if einvoice is not None:
                 return einvoice.model_dump(mode="json")
+        children = await task.children()
+        if children and all(child.succeeded for child in children):
+            # Run again, its page-range children done (document_parts). After a retry of a
+            # parent whose child failed, it spawns again: only that child runs again.
+            extraction = await parts.fan_in(self, doc_type, text, children)
+            return _noted(extraction, doc_type, f"classified as {extraction.type}")
+        split = self.fanout
         if text.scanned_pages and ocr.available() and not self.app.settings.llm_vision:
             # A vision model reads scanned pages from their images; nothing else can.
             try:
                 text = await asyncio.to_thread(ocr.read_scanned, text, path)
             except UnreadableDocument as exc:
                 raise PermanentFailure(str(exc)) from None
-        return await self.extract_from_text(task, doc_type, text, path, name)
+            split = False  # a child reads its pages from the PDF, without this OCR
+        return await self.extract_from_text(task, doc_type, text, path, name, split=split)
 
     async def extract_from_text(
         self,
@@ -149,9 +172,11 @@ class DocumentAgents:
         name: str | None,
         *,
         pdf: bool = True,
-    ) -> dict[str, Any]:
+        split: bool = False,
+    ) -> dict[str, Any] | Spawn:
         """The offline or LLM extraction of a document's text (`pdf`: `path` is the PDF
-        it came from, not a picture)."""
+        it came from, not a picture; `split`: a text longer than one request is read by
+        page-range children, `conveyor.agents.document_parts`)."""
         from conveyor.agents.offline import classify, extract_offline
 
         kind: str = doc_type if doc_type is not None else await asyncio.to_thread(classify, text)
@@ -162,7 +187,13 @@ class DocumentAgents:
         else:
             settings = self.app.settings
             try:
-                if settings.llm_mode == "hybrid" and not text.scanned_pages:
+                ranges = parts.ranges_for(self, text, kind) if split and pdf else []
+                if ranges:
+                    outcome = await parts.spawn(self, task, kind, text, ranges)
+                    if isinstance(outcome, Spawn):
+                        return outcome
+                    extraction = outcome
+                elif settings.llm_mode == "hybrid" and not text.scanned_pages:
                     # Scanned pages are the model's to read (vision): rules have no text.
                     extraction = await extract_hybrid(
                         client,
@@ -181,12 +212,11 @@ class DocumentAgents:
                         pdf=path if pdf else None,
                         name=name or f"document {path.name[:12]}",
                         chunk_tokens=settings.llm_chunk_tokens,
+                        parallel=self.parallel,
                     )
             finally:
                 await client.aclose()
-        if doc_type is None:
-            extraction.notes.insert(0, f"classified as {kind} by the words of its first pages")
-        return extraction.model_dump(mode="json")
+        return _noted(extraction, doc_type, f"classified as {kind}")
 
     async def extract_xml(
         self, doc_type: str | None, path: Path, name: str | None
@@ -207,7 +237,7 @@ class DocumentAgents:
 
     async def extract_image(
         self, task: Task, doc_type: str | None, path: Path, name: str | None, media_type: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | Spawn:
         """A picture of a document: only a vision model reads it (there is no text)."""
         client = self.client()
         if (client is None or not client.vision) and ocr.available():
@@ -248,28 +278,46 @@ class DocumentAgents:
         return extraction.model_dump(mode="json")
 
 
+def _noted(extraction: Extraction, doc_type: str | None, classified: str) -> dict[str, Any]:
+    """The result; the `document` agent's says what it classified the document as."""
+    if doc_type is None:
+        extraction.notes.insert(0, f"{classified} by the words of its first pages")
+    return extraction.model_dump(mode="json")
+
+
 async def _close(client: LLMClient | None) -> None:
     if client is not None:
         await client.aclose()
 
 
-def declare_document_agents(app: App, *, names: dict[str, str | None] | None = None) -> None:
-    """Declare the document agents on `app` (all of AGENTS, or the `names` given)."""
-    agents = DocumentAgents(app)
+def declare_document_agents(
+    app: App,
+    *,
+    names: dict[str, str | None] | None = None,
+    limits: dict[str, Any] | None = None,
+    parallel: int = PARALLEL_REQUESTS,
+    fanout: bool = True,
+) -> None:
+    """Declare the document agents on `app` (all of AGENTS, or the `names` given), each
+    with the `limits` given (`max_concurrent`, `max_tpm`, ... as `App.agent` takes them).
+    `parallel`: chunk requests at a time within one attempt; `fanout` False: a long
+    document is read by one attempt, chunk after chunk, as before child tasks."""
+    agents = DocumentAgents(app, parallel=parallel, fanout=fanout)
     for agent, doc_type in (names or AGENTS).items():
-        raw = _estimator(app, doc_type or "generic")
+        raw = _estimator(app, doc_type or "generic", fanout=fanout)
         app.agent(
             agent,
             max_attempts=3,
             lease_seconds=LEASE_SECONDS,
             estimate_tokens=_corrected(agents, agent, raw),
+            **(limits or {}),
         )(_agent(agents, doc_type, raw))
 
 
 def _agent(
     agents: DocumentAgents, doc_type: str | None, raw: Callable[[Any], int]
 ) -> Callable[[Task], Any]:
-    async def extract(task: Task) -> dict[str, Any]:
+    async def extract(task: Task) -> dict[str, Any] | Spawn:
         correction = await agents.correction(task.agent, raw)
         result = await agents.extract(task, doc_type)
         used = task.usage.input_tokens + task.usage.output_tokens
@@ -281,14 +329,20 @@ def _agent(
     return extract
 
 
-def _estimator(app: App, doc_type: str) -> Callable[[Any], int]:
+def _estimator(app: App, doc_type: str, *, fanout: bool = False) -> Callable[[Any], int]:
     def estimate(payload: Any) -> int:
         # Offline, a document costs no tokens: it reserves none of a token budget.
         if not app.settings.llm_model:
             return 0
-        return estimate_tokens(
-            payload, doc_type=doc_type, chunk_tokens=app.settings.llm_chunk_tokens
-        )
+        chunk_tokens = app.settings.llm_chunk_tokens
+        tokens = estimate_tokens(payload, doc_type=doc_type, chunk_tokens=chunk_tokens)
+        if fanout and not parts.is_part(payload) and tokens > chunk_tokens + ANSWER_TOKENS_MAX:
+            # More than one request: its page-range children will ask the model and each
+            # reserves its own pages' tokens; the parent's attempts ask nothing. Were it
+            # to reserve the whole document, its last run (the merge) would wait for a
+            # window its own children filled.
+            return 0
+        return tokens
 
     return estimate
 
