@@ -138,6 +138,9 @@ BEGIN
              ) WITH ORDINALITY AS k(agent, key, payload, priority, estimated_tokens,
                                     max_attempts, labels, ord)
         JOIN agents g ON g.name = k.agent
+        -- A one-time filter: a batch without a spawn (the hot path) skips this join of
+        -- two CTE scans, which PostgreSQL runs as a nested loop (quadratic in the batch).
+        WHERE 'spawned' = ANY(p_outcomes)
         ORDER BY e.id, k.ord
         ON CONFLICT (parent_id, child_key) WHERE parent_id IS NOT NULL DO UPDATE
         SET status = 'enqueued',
@@ -148,6 +151,9 @@ BEGIN
             finished_at = NULL
         WHERE c.status IN ('failed', 'cancelled')
         RETURNING c.parent_id
+    ), ended_status AS MATERIALIZED (
+        -- One row, built once: the new status of every task ended, by id.
+        SELECT coalesce(jsonb_object_agg(x.id, x.status), '{}') AS by_id FROM ended x
     ), attempt_rows AS (
         UPDATE task_attempts a
         SET status = CASE WHEN e.id IS NULL THEN a.status
@@ -181,7 +187,12 @@ BEGIN
                                               WHERE g.name = a.agent)))
             END
         FROM outcome o
-        LEFT JOIN ended e ON e.id = o.task_id
+        -- The task each outcome ended, looked up in ended_status: joined to the `ended`
+        -- CTE itself, which the planner takes for one row, this was a nested loop in
+        -- which every outcome rescanned all the others (quadratic in the batch).
+        CROSS JOIN ended_status s
+        LEFT JOIN LATERAL (SELECT o.task_id AS id, s.by_id ->> o.task_id::text AS status
+                           WHERE s.by_id ? o.task_id::text) e ON true
         WHERE a.task_id = o.task_id
           AND a.attempt = o.attempt
           AND (e.id IS NOT NULL
