@@ -16,7 +16,7 @@ of ../shared/realdocs (their text-only copies: what the page prints, no embedded
 
     python benchmarks/extract_llm.py --base-url http://127.0.0.1:8081/v1 \
         [--model local] [--modes offline,hybrid,llm] [--every N [--start K]] [--limit N]
-        [--json out.json]
+        [--no-stream] [--json out.json]
 
 Each document is read as the `invoice` agent reads it, once per mode (offline: rules;
 llm: the model reads it all; hybrid: conveyor.agents.hybrid), scored field by field with
@@ -24,7 +24,11 @@ benchmarks/realdocs.py's scorer. Reported per mode: accuracy per field, tokens i
 seconds, requests, format refusals and failed documents per document; for llm, the
 admission estimate (conveyor.agents.llm.estimate_tokens) against the tokens used, before
 and after the per-agent correction (conveyor.llm.estimates) learnt from earlier documents.
-The recipe that reproduces a run (packages, model, server) is in docs/benchmarks.md.
+Per source too: fields right per mode. `--no-stream` asks unstreamed, for exact token counts
+from a server whose streams carry no usage (llama-cpp-python's: streamed, the client counts
+an output token per event and estimates the prompt; the report says how many answers were
+so estimated). The recipe that reproduces a run (packages, model, server) is in
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -139,6 +143,7 @@ class Run:
     requests: int = 0
     refusals: int = 0
     estimate: int = 0
+    estimated_usage: int = 0  # answers whose prompt tokens the server did not count
     error: str | None = None
 
 
@@ -156,7 +161,9 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
     pdfs = sorted(folder.glob("*/*.pdf"))
     pdfs = [p for p in pdfs if p.with_suffix(".json").exists()][args.start :: args.every]
     pdfs = pdfs[: args.limit or None]
-    client = LLMClient(model=args.model, base_url=args.base_url, timeout=args.timeout)
+    client = LLMClient(
+        model=args.model, base_url=args.base_url, timeout=args.timeout, stream=not args.no_stream
+    )
     runs: list[Run] = []
     try:
         for number, pdf in enumerate(pdfs, 1):
@@ -166,7 +173,7 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
             payload = {"chars": len(text.text), "pages": text.page_count}
             for mode in args.modes:
                 task = _task()
-                before = (client.requests, client.refusals)
+                before = (client.requests, client.refusals, client.estimated_usage)
                 started = time.perf_counter()
                 error = None
                 try:
@@ -211,6 +218,7 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
                     output_tokens=task.usage.output_tokens,
                     requests=client.requests - before[0],
                     refusals=client.refusals - before[1],
+                    estimated_usage=client.estimated_usage - before[2],
                     estimate=estimate_tokens(
                         payload, doc_type="invoice", chunk_tokens=args.chunk_tokens
                     ),
@@ -273,9 +281,11 @@ def real_report(runs: list[Run], modes: Sequence[str]) -> list[str]:
         "requests / document": lambda rs: f"{_mean([r.requests for r in rs]):.2f}",
         "documents the model was asked about": lambda rs: str(sum(r.requests > 0 for r in rs)),
         "format refusals": lambda rs: str(sum(r.refusals for r in rs)),
+        "answers with estimated usage": lambda rs: str(sum(r.estimated_usage for r in rs)),
     }
     for title, cell in rows.items():
         out.append(f"| {title} | " + " | ".join(cell(by_mode[m]) for m in modes) + " |")
+    out += ["", *source_report(docs, modes)]
     errors = [r for r in runs if r.error]
     if errors:
         out += ["", "Failed documents:"]
@@ -283,6 +293,22 @@ def real_report(runs: list[Run], modes: Sequence[str]) -> list[str]:
     measured = [r for r in by_mode.get("llm", []) if r.error is None and r.input_tokens]
     if measured:
         out += ["", *estimate_report(measured)]
+    return out
+
+
+def source_report(docs: dict[str, list[Any]], modes: Sequence[str]) -> list[str]:
+    """Fields right per source and mode."""
+    import realdocs
+
+    sources = sorted({d.source for ds in docs.values() for d in ds})
+    out = ["| source (documents) | " + " | ".join(modes) + " |", "| --- |" + " ---: |" * len(modes)]
+    for source in sources:
+        cells = []
+        for m in modes:
+            ok, total = realdocs._tally([d for d in docs[m] if d.source == source])
+            cells.append(f"{realdocs.pct(ok, total)} ({ok}/{total})")
+        count = sum(d.source == source for d in docs[modes[0]])
+        out.append(f"| {source} ({count}) | " + " | ".join(cells) + " |")
     return out
 
 
@@ -343,6 +369,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="per request (600 s)")
     parser.add_argument("--chunk-tokens", type=int, default=DEFAULT_CHUNK_TOKENS)
     parser.add_argument("--json", type=Path, help="every run, written as it goes")
+    parser.add_argument(
+        "--no-stream", action="store_true", help="ask unstreamed (exact usage from any server)"
+    )
     parser.add_argument(
         "--report", type=Path, help="report the runs of an earlier --json (a partial run too)"
     )

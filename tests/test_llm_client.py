@@ -26,6 +26,7 @@ from conveyor.llm.client import (
 from conveyor.testing.protocol import ChatCompletionRequest, Fault
 from conveyor.testing.simulator import Simulator
 from tests.conftest import wait_for
+from tests.streaming_model import StreamingModel
 
 
 class Point(BaseModel):
@@ -62,7 +63,7 @@ async def test_structured_output_is_parsed_and_every_call_reports_usage(
     served: tuple[Simulator, str],
 ) -> None:
     simulator, url = served
-    client = LLMClient(model="sim-1", base_url=f"{url}/v1")
+    client = LLMClient(stream=False, model="sim-1", base_url=f"{url}/v1")
     task = a_task()
     try:
         first = await client.extract(task, [{"role": "user", "content": "hi"}], Point, name="p")
@@ -83,7 +84,7 @@ async def test_structured_output_is_parsed_and_every_call_reports_usage(
 async def test_a_429_becomes_throttled_with_the_servers_retry_after() -> None:
     simulator = Simulator(rpm=1, window_seconds=30, responder=point_responder, base_latency=0)
     async with simulator.serving() as url:
-        client = LLMClient(model="sim-1", base_url=f"{url}/v1")
+        client = LLMClient(stream=False, model="sim-1", base_url=f"{url}/v1")
         task = a_task()
         try:
             await client.extract(task, [{"role": "user", "content": "one"}], Point, name="p")
@@ -101,7 +102,7 @@ async def test_a_429_becomes_throttled_with_the_servers_retry_after() -> None:
 async def test_an_answer_outside_the_schema_is_a_clear_error_and_still_counted() -> None:
     simulator = Simulator(responder=lambda r: '{"x": "not a number"}', base_latency=0)
     async with simulator.serving() as url:
-        client = LLMClient(model="sim-1", base_url=f"{url}/v1")
+        client = LLMClient(stream=False, model="sim-1", base_url=f"{url}/v1")
         task = a_task()
         try:
             with pytest.raises(LLMAnswerInvalid, match=r"does not fit the schema.*x"):
@@ -146,7 +147,7 @@ async def test_a_server_without_json_schema_gets_json_mode_with_the_schema() -> 
         return httpx.Response(200, json=_completion('```json\n{"x": 3}\n```'))
 
     http = _server(handler)
-    client = LLMClient(model="m", base_url="http://llm.invalid/v1", http_client=http)
+    client = LLMClient(stream=False, model="m", base_url="http://llm.invalid/v1", http_client=http)
     task = a_task()
     assert await client.extract(task, [{"role": "user", "content": "q"}], Point, name="p") == (
         Point(x=3)
@@ -174,14 +175,16 @@ async def test_other_errors_are_clear_and_permanent_only_when_a_retry_cannot_hel
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(status, json={"error": {"message": "nope", "type": "x"}})
 
-    client = LLMClient(model="m", base_url="http://llm.invalid/v1", http_client=_server(handler))
+    client = LLMClient(
+        stream=False, model="m", base_url="http://llm.invalid/v1", http_client=_server(handler)
+    )
     with pytest.raises(error, match=f"answered {status}: nope"):
         await client.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
     await client.aclose()
 
 
 async def test_an_unreachable_endpoint_is_unavailable_not_a_crash() -> None:
-    client = LLMClient(model="m", base_url="http://127.0.0.1:9/v1", timeout=5)
+    client = LLMClient(stream=False, model="m", base_url="http://127.0.0.1:9/v1", timeout=5)
     with pytest.raises(LLMUnavailable, match="cannot be reached"):
         await client.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
     await client.aclose()
@@ -199,10 +202,10 @@ def test_openais_api_without_a_key_is_a_clear_permanent_error(monkeypatch: Any) 
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMRequestRefused, match="needs an API key") as caught:
-        LLMClient(model="gpt-4o-mini")
+        LLMClient(stream=False, model="gpt-4o-mini")
     assert isinstance(caught.value, PermanentFailure)
     # A local server needs none: no error.
-    LLMClient(model="local", base_url="http://127.0.0.1:9/v1")
+    LLMClient(stream=False, model="local", base_url="http://127.0.0.1:9/v1")
 
 
 # ---------------------------------------------------------------- negotiation and faults
@@ -233,8 +236,8 @@ async def test_a_server_like_llama_cpp_python_gets_json_object_with_the_schema_o
 
     simulator = Simulator(responder=responder, base_latency=0, formats={"text", "json_object"})
     async with simulator.serving() as url:
-        first = LLMClient(model="local", base_url=f"{url}/v1")
-        second = LLMClient(model="local", base_url=f"{url}/v1")
+        first = LLMClient(stream=False, model="local", base_url=f"{url}/v1")
+        second = LLMClient(stream=False, model="local", base_url=f"{url}/v1")
         try:
             got = await first.extract(None, [{"role": "user", "content": "q"}], Amount, name="a")
             again = await second.extract(None, [{"role": "user", "content": "q"}], Amount, name="a")
@@ -260,7 +263,7 @@ async def test_a_500_that_names_no_format_is_an_outage_not_a_refusal() -> None:
 
     simulator = Simulator(responder=responder, base_latency=0)
     async with simulator.serving() as url:
-        client = LLMClient(model="local", base_url=f"{url}/v1")
+        client = LLMClient(stream=False, model="local", base_url=f"{url}/v1")
         try:
             with pytest.raises(LLMUnavailable, match="answered 500: CUDA out of memory"):
                 await client.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
@@ -276,7 +279,7 @@ async def test_a_server_that_refuses_every_format_fails_once_and_for_good() -> N
 
     simulator = Simulator(responder=responder, base_latency=0, formats={"text"})
     async with simulator.serving() as url:
-        client = LLMClient(model="local", base_url=f"{url}/v1")
+        client = LLMClient(stream=False, model="local", base_url=f"{url}/v1")
         try:
             with pytest.raises(LLMRequestRefused, match="answered 422: unsupported schema"):
                 await client.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
@@ -291,7 +294,7 @@ async def test_a_server_that_refuses_every_format_fails_once_and_for_good() -> N
 async def test_a_request_past_the_timeout_ends_within_a_second_of_it() -> None:
     simulator = Simulator(base_latency=30, per_token_latency=0)
     async with simulator.serving() as url:
-        client = LLMClient(model="slow", base_url=f"{url}/v1", timeout=0.5)
+        client = LLMClient(stream=False, model="slow", base_url=f"{url}/v1", timeout=0.5)
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
@@ -351,7 +354,7 @@ async def test_bad_answers_are_clear_errors(
 ) -> None:
     simulator = Simulator(responder=lambda r: answer, base_latency=0)
     async with simulator.serving() as url:
-        client = LLMClient(model="m", base_url=f"{url}/v1")
+        client = LLMClient(stream=False, model="m", base_url=f"{url}/v1")
         try:
             with pytest.raises(error, match=message):
                 await client.extract_partial(
@@ -375,7 +378,7 @@ async def test_a_field_that_does_not_validate_is_salvaged_not_the_whole_answer()
         responder=lambda r: '{"x": "3 Piece", "label": {"nested": true}}', base_latency=0
     )
     async with simulator.serving() as url:
-        client = LLMClient(model="m", base_url=f"{url}/v1")
+        client = LLMClient(stream=False, model="m", base_url=f"{url}/v1")
         try:
             partial = await client.extract_partial(
                 None, [{"role": "user", "content": "q"}], Point, name="p"
@@ -405,3 +408,79 @@ def test_portable_patterns_mean_the_same() -> None:
         for text in ("12.50", "12x50", "2026-11", ".+", "x+", "-3", "1.2.3"):
             assert bool(re.match(pattern, text)) == bool(re.match(rewritten, text)), pattern
     assert formats.portable_pattern(r"[\.x]") == r"[\.x]"  # inside a class: left alone
+
+
+# ----------------------------------------------------------------------------- streaming
+
+
+async def test_a_streamed_answer_is_read_whole_with_the_servers_usage() -> None:
+    model = StreamingModel()
+    async with model.serving() as url:
+        client = LLMClient(model="m", base_url=url)
+        task = a_task()
+        try:
+            got = await client.extract(task, [{"role": "user", "content": "q"}], Point, name="p")
+        finally:
+            await client.aclose()
+    assert got == Point(x=7, label="streamed")
+    assert client.streamed is True and client.requests == 1 and client.refusals == 0
+    assert model.bodies[0]["stream"] is True
+    assert model.bodies[0]["stream_options"] == {"include_usage": True}
+    # The server's own count, from its last event.
+    assert (task.usage.input_tokens, task.usage.output_tokens) == (11, len(model.tokens()))
+    assert client.estimated_usage == 0
+
+
+async def test_a_stream_without_usage_counts_its_events_and_estimates_the_prompt() -> None:
+    model = StreamingModel(usage=False)  # as llama-cpp-python's server streams
+    question = [{"role": "user", "content": "x" * 400}]
+    async with model.serving() as url:
+        client = LLMClient(model="m", base_url=url)
+        task = a_task()
+        try:
+            await client.extract(task, question, Point, name="p")
+        finally:
+            await client.aclose()
+    assert task.usage.output_tokens == len(model.tokens())  # an event a token
+    assert task.usage.input_tokens == 100 + 4  # 400 characters, one message
+    assert client.estimated_usage == 1
+
+
+async def test_a_server_that_refuses_streaming_is_asked_unstreamed_once() -> None:
+    """The simulator refuses stream=true with a 400 naming `stream`, as servers that do
+    not stream do: the same request goes again unstreamed, and so does every later one
+    to that server and model."""
+    simulator = Simulator(responder=point_responder, base_latency=0, per_token_latency=0)
+    async with simulator.serving() as url:
+        first = LLMClient(model="sim-1", base_url=f"{url}/v1")
+        second = LLMClient(model="sim-1", base_url=f"{url}/v1")
+        try:
+            got = await first.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
+            await second.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
+        finally:
+            await first.aclose()
+            await second.aclose()
+    assert got == Point(x=7, label="json_schema")  # the format stays what it was
+    assert (first.requests, first.refusals, first.streamed) == (2, 1, False)
+    assert (second.requests, second.refusals, second.streamed) == (1, 0, False)
+    assert [e.outcome for e in simulator.log()] == ["invalid", "admitted", "admitted"]
+
+
+async def test_an_abandoned_stream_closes_while_the_server_writes_and_it_stops() -> None:
+    """Past CONVEYOR_LLM_TIMEOUT the client drops the connection mid-answer: the server
+    sees the client gone at its next token and writes no more."""
+    model = StreamingModel(answer=" ".join(["w"] * 400), interval=0.05)  # 20 s of tokens
+    async with model.serving() as url:
+        client = LLMClient(model="m", base_url=url, timeout=1.0)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            with pytest.raises(LLMUnavailable, match="abandoned and its connection closed"):
+                await client.extract(None, [{"role": "user", "content": "q"}], Point, name="p")
+            ended = loop.time() - started
+        finally:
+            await client.aclose()
+        await wait_for(lambda: model.gone == 1, timeout=5)
+        sent = model.sent
+    assert 1.0 <= ended < 2.0
+    assert sent < 100  # it stopped about when the client left, far from the 400 tokens

@@ -11,10 +11,16 @@ from typing import Any
 import pytest
 
 from conveyor import App, Task, TaskStatus, Throttled
-from conveyor.agents.documents import DocumentAgents, _estimator, declare_document_agents
+from conveyor.agents.documents import (
+    DocumentAgents,
+    _corrected,
+    _estimator,
+    declare_document_agents,
+)
 from conveyor.agents.grounding import Evidence
 from conveyor.agents.hybrid import extract_hybrid, merged, plan_for
 from conveyor.agents.llm import extract_llm, merge, overhead_tokens
+from conveyor.agents.regions import excerpt_of
 from conveyor.documents.submit import submit_files
 from conveyor.documents.text import DocumentText, PageText, extract_text
 from conveyor.documents.types import Extraction, Invoice, make_extraction
@@ -87,7 +93,7 @@ async def test_a_200_page_contract_goes_in_chunks_within_budget_with_usage_and_c
         finally:
             await app.aclose()
     assert task.status == TaskStatus.COMPLETED, task.error
-    log = simulator.log()
+    log = [e for e in simulator.log() if e.status == 200]  # a refused stream is free
     assert len(log) > 20, "200 pages do not fit one request"
     assert all(e.prompt_tokens <= 8000 for e in log)
     # Few requests wasted: the chunks are full, not one page each.
@@ -336,11 +342,20 @@ async def test_token_estimates_are_corrected_from_what_attempts_used(
         fresh = App(settings=llm)
         agents = DocumentAgents(fresh)
         raw = _estimator(fresh, "invoice")
+        # What an upload to a web app reserves: the same correction, read from the same
+        # attempts, once the process has read them (the first estimate starts the read).
+        reserve = _corrected(agents, "invoice", raw)
+        payload = tasks[0].payload
         try:
+            first = reserve(payload)
+            await wait_for(lambda: agents.corrections.known("invoice"), what="the read")
+            later = reserve(payload)
             correction = await agents.correction("invoice", raw)
         finally:
             await fresh.aclose()
     assert correction.samples == 3
+    assert first == raw(payload)
+    assert later == correction.apply(raw(payload)) != first
     within = 0
     for task in tasks:
         (attempt,) = task.attempt_history
@@ -399,7 +414,8 @@ async def test_hybrid_asks_for_the_whole_document_when_the_rules_miss_key_fields
             result = await extract_hybrid(client, task, document, "invoice", name=stem)
         finally:
             await client.aclose()
-    assert len(simulator.log()) == 1 and task.usage.calls == 1
+    assert [e.status for e in simulator.log()] == [400, 200]  # streaming refused, then one
+    assert task.usage.calls == 1
     assert result.data["number"] == "30664"
     assert result.data["total"] == invoice.truth.model_dump(mode="json")["total"]
     assert result.checks == [] and result.extractor == "hybrid:sim"
@@ -436,3 +452,46 @@ def test_hybrid_asks_only_for_what_failed_and_the_arithmetic_picks_each_reading(
     assert result.data["subtotal"] == truth["subtotal"]
     assert result.checks == []
     assert any("add up with the model's total" in n for n in result.notes)
+
+
+def test_hybrid_sends_only_the_lines_that_hold_what_it_asks() -> None:
+    invoice = make_invoice(7)
+    text = extract_text(invoice.pdf)
+    truth = invoice.truth.model_dump(mode="json")
+    ours = json.loads(json.dumps(truth))
+    ours["total"] = "102913.84"  # misread: the sums do not add up
+    ours["due_date"] = None  # and the rules missed the due date
+    sure = dict.fromkeys(
+        ["number", "issue_date", "vendor.name", "customer.name", "currency", "line_items"], 0.97
+    )
+    plan = plan_for("invoice", _extraction(ours, {**sure, "subtotal": 0.97, "total": 0.7}), text)
+    assert not plan.whole and {"total", "due_date"} <= set(plan.ask)
+    assert "line_items" not in plan.ask  # the rules found lines: not asked again
+    assert plan.regions is not None
+    sent = excerpt_of(text, [plan.regions[f] for f in plan.ask]).text
+    assert "Amount due: CHF 102'193.84" in sent and "Due date: 28.12.2025" in sent
+    assert "Espresso beans" not in sent and "Bill to:" not in sent
+    assert len(sent) < len(text.text) / 2
+
+
+def test_hybrid_takes_no_value_for_a_field_the_text_labels_nowhere() -> None:
+    """A due date from the model for an invoice that prints no due-date label is some other
+    date of the page: it is not taken, though the text prints it."""
+    invoice = make_invoice(7)
+    page = extract_text(invoice.pdf).pages[0]
+    text = page.text.replace("Due date: 28.12.2025", "Delivered: 28.12.2025")
+    document = DocumentText(
+        pages=[PageText(number=1, text=text, has_text_layer=True, chars=len(text))]
+    )
+    truth = invoice.truth.model_dump(mode="json")
+    ours = {**json.loads(json.dumps(truth)), "due_date": None, "total": None}
+    fields = dict.fromkeys(["number", "issue_date", "vendor.name", "currency", "line_items"], 0.97)
+    offline = _extraction(ours, {**fields, "subtotal": 0.97, "tax": 0.97})
+    plan = plan_for("invoice", offline, document)
+    assert "total" in plan.ask and "due_date" not in plan.ask  # no label: not asked
+    plan.ask.append("due_date")  # as when the model reads the whole document
+    answer = _extraction(truth, dict.fromkeys(fields, 0.95))  # the model gives both
+    result = merged("invoice", offline, answer, plan, Evidence.of(text), "sim", document)
+    assert result.data["due_date"] is None
+    assert result.data["total"] == truth["total"]  # labelled, printed there: taken
+    assert any("the text labelling none" in n and "due_date" in n for n in result.notes)

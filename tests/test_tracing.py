@@ -52,7 +52,7 @@ async def test_an_attempt_and_its_model_calls_are_spans_with_gen_ai_attributes(
 
         @app.agent("ask")
         async def ask(task: Task) -> str:
-            client = LLMClient(model="sim-1", base_url=f"{url}/v1")
+            client = LLMClient(model="sim-1", base_url=f"{url}/v1", stream=False)
             try:
                 for question in ("one", "two"):
                     await client.extract(

@@ -57,8 +57,7 @@ from conveyor.documents.types import Extraction
 from conveyor.einvoice import NotAnInvoice
 from conveyor.errors import PermanentFailure
 from conveyor.llm.client import LLMClient
-from conveyor.llm.estimates import Correction, from_attempts
-from conveyor.log import fields
+from conveyor.llm.estimates import Correction, Corrections
 from conveyor.queue import Spawn
 from conveyor.task import Task
 
@@ -82,23 +81,13 @@ class DocumentAgents:
         self.app = app
         self.parallel = parallel
         self.fanout = fanout
-        # Per agent: how far token estimates are off (conveyor.llm.estimates), learnt
-        # from task_attempts when this process first runs one of its attempts.
-        self.corrections: dict[str, Correction] = {}
+        # Per agent: how far token estimates are off, from task_attempts, in a worker and
+        # a web app alike (conveyor.llm.estimates).
+        self.corrections = Corrections(app.database)
 
     async def correction(self, agent: str, raw: Callable[[Any], int]) -> Correction:
-        """The agent's estimate correction, seeded from its latest attempts once."""
-        known = self.corrections.get(agent)
-        if known is not None:
-            return known
-        try:
-            db = await self.app.database()
-            async with db.connection() as conn:
-                known = await from_attempts(conn, agent, raw)
-        except Exception as exc:  # an estimate is advice: never fail an attempt over it
-            log.warning("token estimates uncorrected: %s", exc, extra=fields(agent=agent))
-            known = Correction()
-        return self.corrections.setdefault(agent, known)
+        """The agent's estimate correction, from its latest attempts."""
+        return await self.corrections.get(agent, raw)
 
     def client(self) -> LLMClient | None:
         """A client for one attempt (closed after it): its HTTP connections then never
@@ -350,12 +339,9 @@ def _estimator(app: App, doc_type: str, *, fanout: bool = False) -> Callable[[An
 def _corrected(
     agents: DocumentAgents, agent: str, raw: Callable[[Any], int]
 ) -> Callable[[Any], int]:
-    """The estimate, corrected by what this process has learnt of the agent's usage (a
-    process that has run none of its attempts, such as the web app, estimates raw)."""
+    """The estimate, corrected by the agent's attempts (conveyor.llm.estimates)."""
 
     def estimate(payload: Any) -> int:
-        correction = agents.corrections.get(agent)
-        value = raw(payload)
-        return correction.apply(value) if correction is not None else value
+        return agents.corrections.apply(agent, raw, payload)
 
     return estimate

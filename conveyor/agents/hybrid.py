@@ -9,11 +9,21 @@
    arithmetic's word (step 4), so a doubtful customer name alone is not worth a request.
 3. Otherwise the model is asked for the top-level fields the rules did not vouch for
    (score below TRUST, empty, or named by a failed check), with the schema cut down to
-   them and the vouched-for values given as facts in the prompt. When fewer than half of
-   the key fields are vouched for, it is asked for the whole document (full schema, the
-   rules' readings given as a first, unsure reading).
+   them, the vouched-for values given as facts in the prompt, and of the text only the
+   regions that hold those fields (`conveyor.agents.regions`: the lines around their
+   labels). Only what the merge can use is asked for: empty fields, and the amounts when
+   doubtful; a value the rules read is kept whatever the model says (step 4), so asking
+   for it would be paid for nothing, and empty minor fields alone are not worth a request.
+   A minor field whose labels the text does not print is not asked for; line items, which
+   have no labels and whose answer is the length of the table, only when the rules found
+   none. When two key fields or more are empty, or one is whose labels the text does not
+   print (a label the rules do not know), the model is asked for the whole document (full
+   schema and text, the rules' readings given as a first, unsure reading).
 4. The answers are merged: a vouched-for field keeps the rules' value; an empty one takes
-   the model's, if the text prints it (`conveyor.agents.grounding`); where the two
+   the model's, if the text prints it (`conveyor.agents.grounding`), and a date only if
+   the text prints it by one of its field's labels (BY_LABEL: a due date the model gives
+   for an invoice that labels none, or from beside another label, is not taken); where the
+   two
    disagree on the amounts (line items, subtotal, tax, total), every combination of the
    two readings is cross-checked and the one with the fewest failed checks wins (ties:
    the rules' reading). Other disagreements keep the
@@ -40,6 +50,7 @@ from conveyor.agents.llm import (
     field_confidences,
 )
 from conveyor.agents.offline import extract_offline
+from conveyor.agents.regions import LABELS, Region, excerpt_of, regions
 from conveyor.documents.text import DocumentText
 from conveyor.documents.types import (
     Extraction,
@@ -54,6 +65,11 @@ from conveyor.task import Task
 TRUST = 0.9
 """A field the rules score this high is right 99-100 % of the time on realdocs
 (benchmarks/realdocs.py, text-only: 245 fields >= 0.9, all right)."""
+
+BY_LABEL = ("issue_date", "due_date")
+"""Fields the model's value for is taken only where the text prints it by one of the
+field's labels (`conveyor.agents.regions`): an invoice prints several dates (issue,
+delivery, order, period, due) of the same form, and only the label says which is which."""
 
 ARITHMETIC = {
     "invoice": ("line_items", "subtotal", "tax", "total"),
@@ -72,7 +88,7 @@ async def extract_hybrid(
     deadline: float | None = None,
 ) -> Extraction:
     offline = await asyncio.to_thread(extract_offline, text, doc_type)
-    plan = plan_for(doc_type, offline)
+    plan = await asyncio.to_thread(plan_for, doc_type, offline, text)
     if not plan.ask:
         offline.notes.append(
             f"every key field read by the rules scored >= {TRUST} and the checks agree: "
@@ -81,11 +97,14 @@ async def extract_hybrid(
         offline.extractor = f"hybrid:{client.model}"
         return offline
     schema = _cut(json_schema(doc_type), plan.ask) if not plan.whole else None
+    sent = text
+    if plan.regions is not None and not plan.whole:
+        sent = excerpt_of(text, [plan.regions[f] for f in plan.ask])
     try:
         answer = await extract_llm(
             client,
             task,
-            text,
+            sent,
             doc_type,
             name=name,
             chunk_tokens=chunk_tokens,
@@ -100,19 +119,59 @@ async def extract_hybrid(
         offline.extractor = f"hybrid:{client.model}"
         return offline
     evidence = await asyncio.to_thread(Evidence.of, text.text) if text.text.strip() else None
-    return merged(doc_type, offline, answer, plan, evidence, client.model)
+    return merged(doc_type, offline, answer, plan, evidence, client.model, text)
 
 
 class Plan:
-    """What to ask the model: top-level fields (`ask`), all of them (`whole`)."""
+    """What to ask the model: top-level fields (`ask`), all of them (`whole`), and where
+    the text prints each field that has labels (`regions`; None: not looked for)."""
 
-    def __init__(self, ask: list[str], vouched: list[str], whole: bool) -> None:
+    def __init__(
+        self,
+        ask: list[str],
+        vouched: list[str],
+        whole: bool,
+        regions: dict[str, Region] | None = None,
+    ) -> None:
         self.ask = ask
         self.vouched = vouched  # dotted fields the rules vouch for
         self.whole = whole
+        self.regions = regions
+
+    def region(self, top: str) -> Region | bool | None:
+        """The field's region; False when the field has labels and the text prints
+        none of them; None when regions are not known or the field has no labels."""
+        if self.regions is None or top not in BY_LABEL:
+            return None
+        return self.regions.get(top, False)
 
 
-def plan_for(doc_type: str, offline: Extraction) -> Plan:
+def plan_for(doc_type: str, offline: Extraction, text: DocumentText | None = None) -> Plan:
+    """What to ask the model about a document the rules read as `offline`; with its
+    `text`, only the fields whose regions it prints (an invoice's; other types have no
+    regions), and line items only when the rules found none."""
+    found = None
+    if text is not None and doc_type == "invoice":
+        found = regions(text, [*LABELS, "line_items"])
+    plan = _fields_to_ask(doc_type, offline)
+    plan.regions = found
+    if found is None or plan.whole:
+        return plan
+    keys = {k.split(".")[0] for k in KEY_FIELDS.get(doc_type, [])}
+    if any(top in keys and top not in found for top in plan.ask):
+        # A key field the rules missed under a label they do not know: only the whole
+        # text can show the model where it is.
+        plan.ask, plan.whole = list(offline.data), True
+        return plan
+    plan.ask = [
+        top
+        for top in plan.ask
+        if top in found and (top != "line_items" or _empty(offline.data.get(top)))
+    ]
+    return plan
+
+
+def _fields_to_ask(doc_type: str, offline: Extraction) -> Plan:
     keys = KEY_FIELDS.get(doc_type, [])
     values = _leaves(offline.data)
     vouched = [
@@ -123,16 +182,30 @@ def plan_for(doc_type: str, offline: Extraction) -> Plan:
     sure = [k for k in keys if k in vouched]
     if len(sure) == len(keys) and not offline.checks:
         return Plan([], vouched, whole=False)
-    if len(sure) * 2 < len(keys):
+    missing = [k for k in keys if values.get(k) in (None, "", [])]
+    if len(missing) >= max(2, len(keys) // 2):
+        # The rules lost the layout: the model reads it all.
         return Plan(list(offline.data), vouched, whole=True)
+    # The model's answer is only used to fill what the rules left empty, and on the
+    # arithmetic's word for the amounts (`merged`): only those are worth asking for.
+    arithmetic = ARITHMETIC.get(doc_type, ())
     implicated = {w for w, s in _implicated(offline.fields, offline.checks).items() if s < TRUST}
     ask = []
-    for top in offline.data:
+    for top, value in offline.data.items():
         under = [w for w in offline.fields if w == top or w.startswith(f"{top}.")]
         doubtful = [w for w in under if w not in vouched or w in implicated]
-        if doubtful or not under:
+        if (top in arithmetic and (doubtful or not under)) or _has_empty(value):
             ask.append(top)
-    return Plan(ask, vouched, whole=False)
+    # Empty minor fields alone (a due date, an address the invoice may not print) are not
+    # worth a request: one is made for a missing key field or doubtful amounts.
+    worth = missing or [top for top in ask if top in arithmetic]
+    return Plan(ask if worth else [], vouched, whole=False)
+
+
+def _has_empty(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_empty(v) for v in value.values())
+    return value in (None, "", [])
 
 
 def _cut(schema: dict[str, Any], keep: list[str]) -> dict[str, Any]:
@@ -155,7 +228,12 @@ def _hints(offline: Extraction, plan: Plan) -> str:
     known = {w: values[w] for w in plan.vouched if w.split(".")[0] not in plan.ask}
     asked = ", ".join(plan.ask)
     facts = f" Already read, certain: {json.dumps(known, ensure_ascii=False)}." if known else ""
-    return f"Answer only these fields: {asked}.{facts}"
+    where = (
+        " What follows are the lines of the document near the labels of these fields."
+        if plan.regions is not None
+        else ""
+    )
+    return f"Answer only these fields: {asked}.{facts}{where}"
 
 
 def merged(
@@ -165,19 +243,30 @@ def merged(
     plan: Plan,
     evidence: Evidence | None,
     model_name: str,
+    text: DocumentText | None = None,
 ) -> Extraction:
     """One extraction from the rules' and the model's, as the module says."""
     ours, theirs = offline.data, answer.data
     data = copy.deepcopy(ours)
     source: dict[str, str] = {}  # top-level field -> "rules" or "model"
     unseen: list[str] = []
+    unlabelled: list[str] = []
 
     def shown(where: str, value: Any) -> bool:
         # A value the text does not print is the likeliest to be wrong (a tax of 0 on an
         # invoice that shows none): an empty field is better left empty than filled so.
+        # A date must be printed by one of its field's labels (BY_LABEL): a date
+        # printed elsewhere on the page is another date.
         if evidence is None or isinstance(value, (list, dict)):
             return True
-        if grounded(where, value, evidence) is False:
+        region = plan.region(where.split(".")[0])
+        if region is False:
+            unlabelled.append(where)
+            return False
+        near = evidence
+        if isinstance(region, Region) and text is not None:
+            near = Evidence.of(region.text(text))
+        if grounded(where, value, near) is False:
             unseen.append(where)
             return False
         return True
@@ -234,7 +323,15 @@ def merged(
         f"{', '.join(used) if used else 'nothing'}"
     )
     if unseen:
-        notes.append(f"left empty, the model's value not being printed: {', '.join(unseen)}")
+        notes.append(
+            f"left empty, the model's value not being printed where the text labels it: "
+            f"{', '.join(unseen)}"
+        )
+    if unlabelled:
+        notes.append(
+            f"left empty, the text labelling none (the model's value not taken): "
+            f"{', '.join(unlabelled)}"
+        )
     notes.extend(n for n in answer.notes if n not in notes)
     extraction = make_extraction(
         doc_type,

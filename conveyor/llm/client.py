@@ -13,6 +13,11 @@ What it does for an agent, on the official `openai` SDK:
   does not fit, `extract_partial` keeps the fields that fit (`conveyor.llm.salvage`);
 - usage: every response's tokens go to `task.report_usage`, answers that fail validation
   included (they were paid for);
+- streaming: answers are streamed (Server-Sent Events) where the server streams, so that
+  a request past its time closes the connection while the server is generating, and a
+  server that watches for it stops; a server that refuses streaming is asked unstreamed
+  from then on (negotiated with the format, `conveyor.llm.formats`). A stream without
+  usage (llama-cpp-python's) counts an output token per event and estimates the prompt;
 - time: each request is bounded as a whole by `timeout` (CONVEYOR_LLM_TIMEOUT) and by the
   caller's `deadline`; past it, the request is abandoned and its connection closed;
 - HTTP 429 becomes `conveyor.Throttled(retry_after=...)` from Retry-After(-ms): the task
@@ -30,7 +35,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -56,6 +63,7 @@ Message = dict[str, Any]
 DEFAULT_TIMEOUT = 120.0
 PLACEHOLDER_KEY = "not-needed"  # local servers (vLLM, llama.cpp, Ollama) want none
 PERMANENT_STATUSES = {400, 401, 403, 404, 422}
+CHARS_PER_TOKEN = 4  # the rule of thumb, for prompts a server does not count
 
 
 class LLMError(Exception):
@@ -94,6 +102,8 @@ class LLMClient:
         vision: bool = False,
         system: str | None = None,
         http_client: Any = None,  # an httpx client of your own (tests, proxies)
+        stream: bool = True,  # False: never stream (exact usage from a server whose
+        # streams do not count tokens, as llama-cpp-python's)
     ) -> None:
         from openai import AsyncOpenAI, OpenAIError
 
@@ -107,7 +117,10 @@ class LLMClient:
         self.timeout = timeout
         self.format: str | None = None  # the response format the server last took
         self.requests = 0  # sent, refusals included (benchmarks report them)
-        self.refusals = 0  # response formats the server refused
+        self.refusals = 0  # response formats (and streaming) the server refused
+        self.stream = stream
+        self.streamed: bool | None = None  # whether the last answer came streamed
+        self.estimated_usage = 0  # answers whose prompt tokens the server did not count
         try:
             self._client: AsyncOpenAI = AsyncOpenAI(
                 base_url=base_url,
@@ -152,16 +165,23 @@ class LLMClient:
     ) -> M:
         """Ask for an answer of `schema` (its JSON schema, or `json_schema` if given) and
         return it validated: an answer that does not fit is an LLMAnswerInvalid. Usage goes
-        to `task` (if given); `deadline` (the event loop's clock) bounds the request."""
-        content = await self.ask(
+        to `task` (if given); `deadline` (the event loop's clock) bounds the request.
+        It is `extract_partial` that salvaged nothing."""
+        answer = await self.extract_partial(
             task,
             messages,
-            json_schema or schema.model_json_schema(),
+            schema,
             name=name,
+            json_schema=json_schema,
             max_tokens=max_tokens,
             deadline=deadline,
         )
-        return _validated(content, schema)
+        if answer.dropped:
+            raise LLMAnswerInvalid(
+                f"the model's answer does not fit the schema ({len(answer.dropped)} "
+                f"problem(s); first: {answer.problems[0]})"
+            )
+        return answer.value
 
     async def extract_partial(
         self,
@@ -202,11 +222,12 @@ class LLMClient:
         deadline: float | None = None,
     ) -> str:
         """The answer's text to a request for JSON of `schema`, in the most constrained
-        response format the server takes (`conveyor.llm.formats`)."""
+        response format the server takes, streamed if it streams (`conveyor.llm.formats`)."""
         wanted = formats.portable(schema)
         rung = formats.first_rung(self.base_url, self.model)
         while True:
             system = formats.instructions(rung, wanted)
+            stream = self.stream and formats.streams(self.base_url, self.model)
             try:
                 content = await self._complete(
                     task,
@@ -214,7 +235,16 @@ class LLMClient:
                     formats.response_format(rung, name, wanted),
                     max_tokens,
                     deadline,
+                    stream,
                 )
+            except _StreamRefused as exc:
+                self.refusals += 1
+                log.info(
+                    "the endpoint refused streaming: requests go unstreamed from now on",
+                    extra=fields(model=self.model, reason=str(exc)),
+                )
+                formats.remember_unstreamed(self.base_url, self.model)
+                continue
             except _FormatRefused as exc:
                 self.refusals += 1
                 if rung + 1 >= len(formats.FORMATS):
@@ -229,6 +259,7 @@ class LLMClient:
                 formats.remember(self.base_url, self.model, rung)
                 continue
             self.format = formats.FORMATS[rung]
+            self.streamed = stream
             return content
 
     @property
@@ -244,6 +275,7 @@ class LLMClient:
         response_format: dict[str, Any] | None,
         max_tokens: int | None,
         deadline: float | None,
+        stream: bool,
     ) -> str:
         import openai
 
@@ -263,14 +295,13 @@ class LLMClient:
                 # The whole request is bounded, not each read: a server that trickles
                 # bytes cannot stretch it. On expiry the request's task is cancelled, and
                 # httpx closes its connection (never returned to the pool), which is all a
-                # server can learn of an abandoned request (docs/document-agents.md says
-                # what each does with it).
+                # server can learn of an abandoned request; streamed, it learns it while
+                # it is still generating (conveyor.llm.formats).
                 async with asyncio.timeout(limit):
-                    # The SDK's overloads want its TypedDicts; these dicts are the same JSON.
-                    completions: Any = self._client.chat.completions
-                    response: ChatCompletion = await completions.create(
-                        model=self.model, messages=messages, temperature=0, **options
-                    )
+                    if stream:
+                        reply = await self._streamed(messages, options)
+                    else:
+                        reply = await self._whole(messages, options)
             except TimeoutError:
                 why = "the task's deadline" if limit < self.timeout else "CONVEYOR_LLM_TIMEOUT"
                 raise LLMUnavailable(
@@ -284,6 +315,8 @@ class LLMClient:
                 ) from None
             except openai.APIStatusError as exc:
                 text = _message(exc)
+                if stream and formats.is_stream_refusal(exc.status_code, text):
+                    raise _StreamRefused(f"{exc.status_code}: {text}") from None
                 if response_format is not None and formats.is_format_refusal(exc.status_code, text):
                     raise _FormatRefused(f"{exc.status_code}: {text}") from None
                 what = f"the model endpoint answered {exc.status_code}: {text}"
@@ -294,35 +327,139 @@ class LLMClient:
                 raise LLMUnavailable("the model endpoint did not answer in time") from None
             except openai.APIConnectionError as exc:
                 raise LLMUnavailable(f"the model endpoint cannot be reached: {exc}") from None
-            usage = response.usage
-            input_tokens = usage.prompt_tokens if usage else 0
-            output_tokens = usage.completion_tokens if usage else 0
+            if reply is None:
+                raise _StreamRefused("the streamed answer had no event")
+            if reply.input_tokens is None:
+                # A stream without usage (llama-cpp-python's server sends none): its
+                # events are the answer's tokens, one each; the prompt is estimated.
+                reply.input_tokens = prompt_tokens(messages)
+                self.estimated_usage += 1
             call.answered(
-                model=response.model, input_tokens=input_tokens, output_tokens=output_tokens
+                model=reply.model,
+                input_tokens=reply.input_tokens,
+                output_tokens=reply.output_tokens,
             )
         if task is not None:
             # The model asked for, not the answer's: that is the name prices and budgets
             # are known by (the answer may name a dated snapshot of it).
             task.report_usage(
-                model=self.model, input_tokens=input_tokens, output_tokens=output_tokens
+                model=self.model,
+                input_tokens=reply.input_tokens,
+                output_tokens=reply.output_tokens,
             )
-        if not response.choices:
+        return reply.checked()
+
+    async def _whole(self, messages: list[Message], options: dict[str, Any]) -> _Reply:
+        """One answer, unstreamed."""
+        # The SDK's overloads want its TypedDicts; these dicts are the same JSON.
+        completions: Any = self._client.chat.completions
+        response: ChatCompletion = await completions.create(
+            model=self.model, messages=messages, temperature=0, **options
+        )
+        usage = response.usage
+        reply = _Reply(
+            model=response.model,
+            input_tokens=usage.prompt_tokens if usage else 0,
+            output_tokens=usage.completion_tokens if usage else 0,
+        )
+        if response.choices:
+            choice = response.choices[0]
+            reply.choices = 1
+            reply.finish_reason = choice.finish_reason
+            reply.refusal = getattr(choice.message, "refusal", None)
+            reply.content = choice.message.content or ""
+        return reply
+
+    async def _streamed(self, messages: list[Message], options: dict[str, Any]) -> _Reply | None:
+        """One answer, streamed; None when the stream had no event at all (a server that
+        took `stream` and did not stream)."""
+        completions: Any = self._client.chat.completions
+        stream = await completions.create(
+            model=self.model,
+            messages=messages,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+            **options,
+        )
+        reply = _Reply(model=self.model, input_tokens=None, output_tokens=0)
+        parts: list[str] = []
+        refusals: list[str] = []
+        events = 0
+        # Leaving the block closes the response, also when the timeout cancels the read:
+        # the connection is dropped while the server writes, and it stops generating.
+        async with stream:
+            async for chunk in stream:
+                events += 1
+                reply.model = chunk.model or reply.model
+                if chunk.usage is not None:
+                    reply.input_tokens = chunk.usage.prompt_tokens
+                    reply.output_tokens = chunk.usage.completion_tokens
+                    reply.counted = True
+                for choice in chunk.choices[:1]:
+                    reply.choices = 1
+                    delta = choice.delta
+                    if delta.content:
+                        parts.append(delta.content)
+                        if not reply.counted:
+                            reply.output_tokens += 1
+                    if getattr(delta, "refusal", None):
+                        refusals.append(delta.refusal)
+                    if choice.finish_reason:
+                        reply.finish_reason = choice.finish_reason
+        if not events:
+            return None
+        reply.content = "".join(parts)
+        reply.refusal = "".join(refusals) or None
+        return reply
+
+
+@dataclass
+class _Reply:
+    """What a request brought back, streamed or not, before it is judged (`checked`)."""
+
+    model: str
+    input_tokens: int | None  # None: the server did not count (a stream without usage)
+    output_tokens: int
+    content: str = ""
+    choices: int = 0
+    finish_reason: str | None = None
+    refusal: str | None = None
+    counted: bool = False  # the server's usage arrived (streamed: it replaces the count)
+
+    def checked(self) -> str:
+        """The answer's text, or the clear error an unusable answer is."""
+        if not self.choices:
             raise LLMAnswerInvalid("the model endpoint answered without a choice")
-        choice = response.choices[0]
-        if choice.finish_reason == "length":
+        if self.finish_reason == "length":
             raise LLMAnswerCut(
-                f"the answer was cut at the token limit ({output_tokens} tokens): "
+                f"the answer was cut at the token limit ({self.output_tokens} tokens): "
                 "raise it, or send smaller chunks (CONVEYOR_LLM_CHUNK_TOKENS)"
             )
-        refusal = getattr(choice.message, "refusal", None)
-        if refusal:
-            raise LLMAnswerRefused(f"the model refused: {refusal}")
-        content = choice.message.content or ""
-        if not content.strip():
+        if self.refusal:
+            raise LLMAnswerRefused(f"the model refused: {self.refusal}")
+        if not self.content.strip():
             raise LLMAnswerInvalid(
-                f"the model answered nothing (finish reason {choice.finish_reason!r})"
+                f"the model answered nothing (finish reason {self.finish_reason!r})"
             )
-        return content
+        return self.content
+
+
+def prompt_tokens(messages: Sequence[Message]) -> int:
+    """The prompt's tokens by the rule of thumb (four characters a token, and a few for
+    each message's framing), for a server that does not count them."""
+    chars = 0
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            chars += sum(len(part.get("text", "")) for part in content if isinstance(part, dict))
+    return math.ceil(chars / CHARS_PER_TOKEN) + 4 * len(messages)
+
+
+class _StreamRefused(Exception):
+    """The server refused to stream (not the request): ask it again unstreamed."""
 
 
 class _FormatRefused(Exception):
@@ -362,14 +499,6 @@ def _message(exc: Any) -> str:
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
             return str(inner["message"])
     return str(getattr(exc, "message", exc))
-
-
-def _validated(content: str, schema: type[M]) -> M:
-    data = _parsed(content)
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        raise LLMAnswerInvalid(_misfit(exc)) from None
 
 
 def _misfit(exc: ValidationError) -> str:

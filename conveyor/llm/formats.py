@@ -17,6 +17,16 @@ grammar) moves to the next rung and is remembered for the (base URL, model) pair
 rest of the process, so only the first request to a server pays for finding out. A
 refusal is never taken for an outage: it is not retried with backoff.
 
+Streaming is negotiated beside the format. A request is streamed (`stream: true`, the
+answer read as Server-Sent Events) until the server refuses that (a status among
+REFUSAL_STATUSES whose message names `stream`, or a stream that ends without a single
+event): from then on that (base URL, model) is asked without streaming, the form every
+server takes. A streamed request that the client abandons (CONVEYOR_LLM_TIMEOUT, a
+cancel) closes its connection while the server is still writing to it, which is when
+servers that check for a gone client (llama-cpp-python's, llama.cpp's, vLLM's) stop
+generating; a request not streamed writes nothing until its answer is complete, so a
+server learns of the close only then (docs/document-agents.md has what was measured).
+
 Schemas go out in a form grammar converters handle (`portable`): regex escapes are
 written as the classes they mean (`[.]`, `[0-9]`). llama-cpp-python's converter carries
 the `\\.` of `^-?[0-9]+(\\.[0-9]+)?$` into its grammar as the literal `"\\."`, and the
@@ -40,7 +50,10 @@ _NAMES_THE_FORMAT = re.compile(
     r"response[_ ]?format|json[_ ]?schema|json_object|schema|grammar", re.IGNORECASE
 )
 
+_NAMES_STREAMING = re.compile(r"\bstream", re.IGNORECASE)
+
 _known: dict[tuple[str | None, str], int] = {}
+_unstreamed: set[tuple[str | None, str]] = set()  # servers that refused streaming
 _known_lock = threading.Lock()  # clients of several threads (benchmarks) share the memory
 
 
@@ -55,10 +68,27 @@ def remember(base_url: str | None, model: str, rung: int) -> None:
         _known[(base_url, model)] = max(rung, _known.get((base_url, model), 0))
 
 
+def streams(base_url: str | None, model: str) -> bool:
+    """Whether to stream requests to this server and model: yes until it refused."""
+    with _known_lock:
+        return (base_url, model) not in _unstreamed
+
+
+def remember_unstreamed(base_url: str | None, model: str) -> None:
+    with _known_lock:
+        _unstreamed.add((base_url, model))
+
+
 def forget_all() -> None:
     """Start afresh (tests)."""
     with _known_lock:
         _known.clear()
+        _unstreamed.clear()
+
+
+def is_stream_refusal(status: int, message: str) -> bool:
+    """Whether an error answer to a streamed request refuses the streaming."""
+    return status in REFUSAL_STATUSES and bool(_NAMES_STREAMING.search(message))
 
 
 def is_format_refusal(status: int, message: str) -> bool:

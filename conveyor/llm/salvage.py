@@ -4,6 +4,7 @@
     salvaged.value      # an Invoice; the fields that did not validate are null
     salvaged.dropped    # ["line_items.2.quantity"]: what was nulled, dotted paths
     salvaged.repaired   # ["line_items.0.quantity: '3 Piece' -> 3"]
+    salvaged.problems   # ["line_items.2.quantity: Input should be a valid decimal"]
 
 A field that fails validation is first given a second reading when it is a number written
 with a unit or a currency (`3 Piece`, `EUR 12,50`, `12.50 €`): the number is kept when it
@@ -34,6 +35,7 @@ class Salvaged(Generic[M]):
     value: M
     dropped: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why each was dropped
 
     @property
     def whole(self) -> bool:
@@ -47,9 +49,10 @@ def salvage(data: Any, schema: type[M]) -> Salvaged[M]:
         return Salvaged(schema.model_validate(data))  # raises: nothing to keep
     dropped: list[str] = []
     repaired: list[str] = []
+    problems: list[str] = []
     for _ in range(MAX_ROUNDS):
         try:
-            return Salvaged(schema.model_validate(data), dropped, repaired)
+            return Salvaged(schema.model_validate(data), dropped, repaired, problems)
         except ValidationError as exc:
             progressed = False
             for error in exc.errors():
@@ -61,6 +64,7 @@ def salvage(data: Any, schema: type[M]) -> Salvaged[M]:
                     if parent is not None:  # a key the schema does not have: it goes
                         del parent[key]
                         dropped.append(".".join(str(p) for p in where))
+                        problems.append(f"{dropped[-1]}: {error['msg']}")
                         progressed = True
                 elif _repair(data, where, error["type"], repaired):
                     progressed = True
@@ -68,10 +72,11 @@ def salvage(data: Any, schema: type[M]) -> Salvaged[M]:
                     name = ".".join(str(p) for p in where)
                     if name not in dropped:
                         dropped.append(name)
+                        problems.append(f"{name}: {error['msg']}")
                     progressed = True
             if not progressed:
                 raise
-    return Salvaged(schema.model_validate(data), dropped, repaired)
+    return Salvaged(schema.model_validate(data), dropped, repaired, problems)
 
 
 def _repair(data: dict[str, Any], where: tuple[Any, ...], kind: str, repaired: list[str]) -> bool:

@@ -1,0 +1,147 @@
+"""The parts of an invoice's text that hold a field: what the hybrid extractor sends.
+
+    found = regions(text, ["due_date", "total"])   # field -> Region (lines of its pages)
+    excerpt = excerpt_of(text, found.values())     # a DocumentText of those lines only
+
+A field's region is the lines around the labels the invoice rules know for it
+(`conveyor.agents.invoice_labels`: "Due date", "Fällig am", "Total TTC", "Bill to", ...),
+found at the start of any word of a line, the longest label of any kind winning as in the
+rules ("Amount due" is a sum, not the "due" of a due date): the label's line, the line
+before it (a value printed above its label) and the next few (a value printed under it; a
+party's block), up to a line that carries a label of its own (another field's).
+The vendor's region is also the head of the first page, where a letterhead is. A field
+whose labels the text does not print has no region (`conveyor.agents.hybrid` says what
+follows: not asked, or the whole text). Line items have no labels of their own: their
+region is the whole text.
+
+The vocabulary is the rules' own: one place for what a label is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from conveyor.agents.invoice_labels import field_label, party_heading, sum_label
+from conveyor.documents.text import DocumentText, PageText
+
+Finder = Callable[[str], "tuple[str, int] | None"]
+
+
+@dataclass(frozen=True)
+class Labels:
+    find: Finder
+    kinds: frozenset[str]
+    before: int = 1  # lines kept above a label's line
+    after: int = 2  # and below it
+
+
+LABELS: dict[str, tuple[Labels, ...]] = {
+    "number": (Labels(field_label, frozenset({"number", "reference"})),),
+    "issue_date": (Labels(field_label, frozenset({"issue", "date"})),),
+    "due_date": (Labels(field_label, frozenset({"due"})),),
+    "subtotal": (Labels(sum_label, frozenset({"net", "lines"})),),
+    "tax": (Labels(sum_label, frozenset({"tax"})),),
+    "total": (Labels(sum_label, frozenset({"gross", "due"})),),
+    # A currency is printed by the amounts, most surely by the sums'.
+    "currency": (Labels(sum_label, frozenset({"gross", "due", "net", "lines", "tax"})),),
+    "vendor": (Labels(party_heading, frozenset({"seller"}), before=0, after=6),),
+    "customer": (Labels(party_heading, frozenset({"buyer"}), before=0, after=6),),
+}
+"""Per top-level invoice field: the labels that mark where it is printed."""
+
+HEAD_LINES = 8  # the head of the first page: a letterhead, the vendor's name
+WHOLE = frozenset({"line_items"})  # fields whose region is the whole text
+
+
+@dataclass(frozen=True)
+class Region:
+    """Lines of a document that hold a field: (page number, line index) pairs."""
+
+    lines: frozenset[tuple[int, int]]
+
+    def text(self, document: DocumentText) -> str:
+        return excerpt_of(document, [self]).text
+
+
+def regions(document: DocumentText, fields: Sequence[str]) -> dict[str, Region]:
+    """The region of each of `fields` that the text has (a field without one is left out)."""
+    pages = [p for p in document.pages if p.has_text_layer and p.text.strip()]
+    out: dict[str, Region] = {}
+    for name in fields:
+        if name in WHOLE:
+            every = {(p.number, i) for p in pages for i in range(len(p.text.split("\n")))}
+            if every:
+                out[name] = Region(frozenset(every))
+            continue
+        lines: set[tuple[int, int]] = set()
+        for labels in LABELS.get(name, ()):
+            lines |= _around(pages, labels)
+        if name == "vendor" and pages:
+            head = pages[0].text.split("\n")[:HEAD_LINES]
+            lines |= {(pages[0].number, i) for i in range(len(head))}
+        if lines:
+            out[name] = Region(frozenset(lines))
+    return out
+
+
+def excerpt_of(document: DocumentText, found: Iterable[Region]) -> DocumentText:
+    """The document with only the lines of the regions, in page and line order."""
+    wanted: set[tuple[int, int]] = set()
+    for region in found:
+        wanted |= region.lines
+    pages = []
+    for page in document.pages:
+        lines = page.text.split("\n")
+        kept = [line for i, line in enumerate(lines) if (page.number, i) in wanted]
+        if kept:
+            text = "\n".join(kept)
+            pages.append(
+                PageText(number=page.number, text=text, has_text_layer=True, chars=len(text))
+            )
+    return DocumentText(pages=pages, name=document.name)
+
+
+FINDERS: tuple[Finder, ...] = (field_label, sum_label, party_heading)
+
+
+def _around(pages: Sequence[PageText], labels: Labels) -> set[tuple[int, int]]:
+    lines: set[tuple[int, int]] = set()
+    for page in pages:
+        text = page.text.split("\n")
+        found = [_labels_on(line) for line in text]
+        for i, on in enumerate(found):
+            if not any(f is labels.find and kind in labels.kinds for f, kind in on):
+                continue
+            lines.add((page.number, i))
+            for j in range(i - 1, max(-1, i - labels.before - 1), -1):
+                if found[j]:
+                    break
+                lines.add((page.number, j))
+            for j in range(i + 1, min(len(text), i + labels.after + 1)):
+                if found[j]:
+                    break
+                lines.add((page.number, j))
+    return lines
+
+
+def _labels_on(line: str) -> list[tuple[Finder, str]]:
+    """The labels on a line, (finder, kind), each the longest starting at a word."""
+    out: list[tuple[Finder, str]] = []
+    start = 0
+    while start < len(line):
+        if line[start].isspace():
+            start += 1
+            continue
+        best: tuple[Finder, str, int] | None = None
+        for find in FINDERS:
+            hit = find(line[start:])
+            if hit is not None and (best is None or hit[1] > best[2]):
+                best = (find, hit[0], hit[1])
+        if best is not None:
+            out.append((best[0], best[1]))
+            start += max(1, best[2])
+            continue
+        while start < len(line) and not line[start].isspace():
+            start += 1
+    return out
