@@ -600,3 +600,21 @@ def test_the_cli_shows_the_backlog_and_sets_and_resets_a_threshold(
     assert reset.returncode == 0 and "code" in line and "0.3" not in line
     backlog = conveyor("reviews")
     assert backlog.returncode == 0 and "Pending reviews: 0" in backlog.stdout
+
+
+def test_a_session_carries_its_name_and_hangs_on_its_own_token() -> None:
+    from conveyor.web.sessions import Sessions
+
+    sessions = Sessions({"alice": ALICE, "bob": BOB})
+    alice, bob = sessions.issue("alice"), sessions.issue("bob")
+    assert sessions.name_of(alice) == "alice" and sessions.name_of(bob) == "bob"
+    rotated = Sessions({"alice": "a new token", "bob": BOB})
+    assert rotated.name_of(alice) is None, "alice's new token ends her sessions"
+    assert rotated.name_of(bob) == "bob", "and only hers"
+    # Bob's name put on Alice's cookie: the MAC is of Alice's body, under Alice's key.
+    random_part = alice.split("~")[0]
+    bob_label = bob.split("~")[1].split(".")[0]
+    forged = f"{random_part}~{bob_label}.{alice.split('.', 1)[1]}"
+    assert sessions.name_of(forged) is None
+    with pytest.raises(KeyError):
+        sessions.issue("mallory")
