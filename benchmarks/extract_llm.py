@@ -24,6 +24,10 @@ benchmarks/realdocs.py's scorer. Reported per mode: accuracy per field, tokens i
 seconds, requests, format refusals and failed documents per document; for llm, the
 admission estimate (conveyor.agents.llm.estimate_tokens) against the tokens used, before
 and after the per-agent correction (conveyor.llm.estimates) learnt from earlier documents.
+`--prompts` needs no server: it prints the prompt characters each mode would send for the
+documents (llm: every page; hybrid: only the documents the rules do not vouch for, with
+only the lines that hold the fields asked for), the input side of the token comparison.
+
 Per source too: fields right per mode. `--no-stream` asks unstreamed, for exact token counts
 from a server whose streams carry no usage (llama-cpp-python's: streamed, the client counts
 an output token per event and estimates the prompt; the report says how many answers were
@@ -341,6 +345,48 @@ def estimate_report(runs: list[Run]) -> list[str]:
     ]
 
 
+def prompt_sizes(args: argparse.Namespace) -> list[str]:
+    """The prompt characters llm and hybrid would send (no model asked)."""
+    from conveyor.agents.hybrid import _cut, _hints, excerpt_of, plan_for
+    from conveyor.agents.llm import _messages, chunk_text_pages, overhead_tokens
+    from conveyor.agents.offline import extract_offline
+    from conveyor.documents.text import extract_text
+    from conveyor.documents.types import json_schema
+    from conveyor.llm import formats
+
+    def chars(doc: DocumentText, schema: dict[str, Any], hints: str | None) -> int:
+        room = args.chunk_tokens - overhead_tokens("invoice")
+        rules = formats.instructions(1, formats.portable(schema)) or {"content": ""}
+        return sum(
+            len(rules["content"])
+            + sum(len(m["content"]) for m in _messages("x", "invoice", doc.page_count, c, hints))
+            for c in chunk_text_pages(doc.pages, room)
+        )
+
+    pdfs = sorted((args.corpus / "text-only").glob("*/*.pdf"))[args.start :: args.every]
+    llm = hybrid = asked = 0
+    for pdf in pdfs[: args.limit or None]:
+        text = extract_text(pdf, name=pdf.name)
+        whole = json_schema("invoice")
+        llm += chars(text, whole, None)
+        offline = extract_offline(text, "invoice")
+        plan = plan_for("invoice", offline, text)
+        if not plan.ask:
+            continue
+        asked += 1
+        hints = _hints(offline, plan)
+        if plan.whole or plan.regions is None:
+            hybrid += chars(text, whole, hints)
+        else:
+            excerpt = excerpt_of(text, [plan.regions[f] for f in plan.ask])
+            hybrid += chars(excerpt, _cut(whole, plan.ask), hints)
+    return [
+        f"{len(pdfs[: args.limit or None])} documents, the model asked about {asked} in hybrid",
+        f"prompt characters: llm {llm:,}, hybrid {hybrid:,} "
+        f"({100 * hybrid / max(1, llm):.0f} % of llm)",
+    ]
+
+
 def _load(path: Path) -> list[Run]:
     import realdocs
 
@@ -357,7 +403,10 @@ def _mean(values: Sequence[float]) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="a real model on realdocs (see the docstring)")
-    parser.add_argument("--base-url", required=True, help="an OpenAI-compatible /v1 URL")
+    parser.add_argument("--base-url", help="an OpenAI-compatible /v1 URL")
+    parser.add_argument(
+        "--prompts", action="store_true", help="no model: the prompt sizes of llm and hybrid"
+    )
     parser.add_argument("--model", default="local", help="the model name sent (local)")
     parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "realdocs")
     parser.add_argument("--modes", default=",".join(MODES), help="offline,hybrid,llm")
@@ -380,6 +429,11 @@ def main() -> int:
     unknown = set(args.modes) - set(MODES)
     if unknown:
         parser.error(f"unknown modes {sorted(unknown)}; known: {', '.join(MODES)}")
+    if args.prompts:
+        print("\n".join(prompt_sizes(args)))
+        return 0
+    if not args.report and not args.base_url:
+        parser.error("--base-url is needed to ask a model (or --prompts, or --report)")
     runs = _load(args.report) if args.report else asyncio.run(read_real(args))
     if args.report:
         args.modes = [m for m in args.modes if any(r.mode == m for r in runs)]
