@@ -12,7 +12,7 @@ truth, with a token limit per real minute (`--tpm`, 60 s rolling window) and a l
 request of `base + per_token * completion tokens` (the defaults: about 6 s, a hosted model
 reading a 6,000-token prompt). The agent declares the endpoint's limit as its budget
 (`max_tpm`). Modes, each with a fresh database and simulator, the same worker processes
-(`--workers`, concurrency 16 each):
+(`--workers`, `--concurrency` 10 each):
 
 - `sequential`: the chunks one after another in one attempt (`parallel=1`, no children);
 - `today`: one attempt, four chunk requests at a time (the LLM extractor's default, no
