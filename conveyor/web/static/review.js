@@ -123,7 +123,17 @@
     return out;
   }
 
+  // While this page's own decision is on its way (and its answer being shown), a review
+  // event is its own echo, not news: the answer says what happened.
+  let deciding = false;
+
   async function decide(action) {
+    if (deciding) return;
+    deciding = true;
+    try { await send(action); } finally { deciding = false; }
+  }
+
+  async function send(action) {
     const changes = action === "correct" ? corrections() : {};
     if (action === "correct" && !Object.keys(changes).length) { say("Nothing was changed: accept instead, or edit a field.", "error"); return; }
     const response = await fetch(`/api/tasks/${id}/review`, {
@@ -165,6 +175,7 @@
   source.addEventListener("review", (e) => {
     const event = JSON.parse(e.data);
     // Said, not reloaded: what this reviewer typed stays; saving it gets the conflict.
+    if (deciding) return;
     if (String(event.id) === id && current && current.review.status === "pending" && event.review !== "pending") {
       say(`This review was just ${event.review} by ${event.by || "someone"}: reload to see it.`, "error");
     }
