@@ -318,6 +318,9 @@ async def test_bad_reviews_are_refused_and_write_nothing(
             ({"action": "correct", "version": 1, "corrections": {}}, 422),
             ({"action": "correct", "version": 1, "corrections": {"number": "A-17"}}, 422),
             ({"action": "accept", "version": 1, "corrections": {"number": "B"}}, 422),
+            # What PostgreSQL cannot store: a NUL in a key or a value (found by the fuzzer).
+            ({"action": "correct", "version": 1, "corrections": {"a\x00b": "X"}}, 422),
+            ({"action": "correct", "version": 1, "corrections": {"number": "A\x00"}}, 422),
             ({"action": "approve", "version": 1}, 422),
             ({"action": "accept", "version": 0}, 422),
             ({"action": "accept", "version": 2}, 409),

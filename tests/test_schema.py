@@ -28,7 +28,8 @@ EXPECTED_COLUMNS = {
     "agents": set(
         """name max_attempts lease_seconds registered_at last_seen_at max_concurrent max_tpm
         max_rpm limits_source code_limits window_seconds throttle_factor throttled_at
-        learned_tpm learned_concurrency compute_usd_per_hour paused_until""".split()
+        learned_tpm learned_concurrency compute_usd_per_hour paused_until
+        review_below review_source code_review_below""".split()
     ),
 }
 

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.types import Scope
 
 from conveyor.agents import evidence
@@ -56,7 +56,9 @@ class ReviewIn(BaseModel):
 
     action: Literal["accept", "correct"]
     version: int = Field(ge=1, le=2**31 - 1, description="the result's version you reviewed")
-    corrections: dict[str, Any] = Field(
+    # Checked as the model is read (a 422, as for every body): a NUL or a lone surrogate
+    # that reached PostgreSQL would be its error, a 500.
+    corrections: Annotated[dict[str, Any], AfterValidator(storable_json)] = Field(
         default_factory=dict,
         description='dotted field -> new value, e.g. {"total": "118.00"}; for \'correct\'',
     )
@@ -183,7 +185,6 @@ def router(app: App) -> APIRouter:
         """Accept the result, or correct fields of it: a new version, the machine's kept.
         `version` is the one you reviewed: if another reviewer decided first, 409."""
         number = _task_id(task_id)
-        storable_json(body.corrections)
         async with app.connection() as conn:
             with _as_api_errors():
                 decision = await reviews.decide(
