@@ -152,7 +152,7 @@ class Run:
 
 
 async def read_real(args: argparse.Namespace) -> list[Run]:
-    import realdocs  # benchmarks/realdocs.py (H4's): its corpus walk and its scorer
+    import realdocs  # benchmarks/realdocs.py: its corpus walk and its scorer
 
     from conveyor.agents.hybrid import extract_hybrid
     from conveyor.agents.llm import estimate_tokens
