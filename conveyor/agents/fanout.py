@@ -30,24 +30,14 @@ from typing import Any
 
 from conveyor.agents.grounding import Evidence
 from conveyor.agents.llm import (
-    KEY_FIELDS,
     SALVAGED,
-    UNGROUNDED,
-    _implicated,
-    _settle,
     chunk_text_pages,
-    field_confidences,
+    extraction_of_parts,
     merge,
     overhead_tokens,
 )
 from conveyor.documents.text import DocumentText, PageText
-from conveyor.documents.types import (
-    FAILED_CHECK_CEILING,
-    Extraction,
-    cross_checks,
-    make_extraction,
-    model_for,
-)
+from conveyor.documents.types import Extraction
 
 MIN_ROOM_TOKENS = 200  # as the LLM extractor: a chunk must leave room for pages
 
@@ -159,7 +149,6 @@ def assemble(
     """One extraction of `document` from its parts' extractions, in page order (`labels`:
     what each part read, for its notes). `images_read`: some pages were read from images,
     which the text cannot confirm, so nothing is grounded (as the sequential path)."""
-    kind = model_for(doc_type)
     merged = merge(doc_type, [part.data for part in parts])
     notes: list[str] = []
     salvaged: list[str] = []
@@ -170,40 +159,13 @@ def assemble(
     evidence = None
     if document.text.strip() and not images_read:
         evidence = Evidence.of(document.text)
-    for where, values in list(merged.disagreements.items()):
-        shown = ", ".join(repr(v) for v in values[:3])
-        settled = _settle(merged, where, values, evidence)
-        if settled is None:
-            notes.append(f"parts of the document disagree on {where} ({shown}); kept the first")
-        else:
-            notes.append(
-                f"parts of the document disagree on {where} ({shown}); kept {settled!r}, "
-                "the only one the text shows"
-            )
-    notes.append(f"read in {len(parts)} parts, one child task each")
-    data = kind.model_validate(merged.data) if parts else kind()
-    fields = field_confidences(
-        doc_type, data.model_dump(mode="json"), merged.disagreements, evidence
-    )
-    unseen = [w for w, score in fields.items() if score == UNGROUNDED]
-    if unseen:
-        notes.append(f"not printed in the document as answered: {', '.join(unseen)}")
-    for where in dict.fromkeys(salvaged):
-        fields[where] = SALVAGED
-    checks = cross_checks(doc_type, data)
-    if checks:
-        fields = _implicated(fields, checks)
-    extraction = make_extraction(
+    return extraction_of_parts(
         doc_type,
-        data,
-        fields=fields,
+        merged,
+        evidence,
         notes=notes,
+        read_note=f"read in {len(parts)} parts, one child task each",
+        salvaged=salvaged,
         pages=document.page_count,
         extractor=f"llm:{model}",
-        key_fields=KEY_FIELDS.get(doc_type),
     )
-    if unseen:
-        # As the sequential path: a value the document does not show is a likely error.
-        ceiling = min(extraction.confidence, FAILED_CHECK_CEILING)
-        extraction = extraction.model_copy(update={"confidence": ceiling})
-    return extraction

@@ -317,6 +317,34 @@ async def extract_llm(
     evidence = None
     if document.text.strip() and not read_images:
         evidence = await asyncio.to_thread(Evidence.of, document.text)
+    return extraction_of_parts(
+        doc_type,
+        merged,
+        evidence,
+        notes=notes,
+        read_note=f"read in {len(chunks)} requests" if len(chunks) > 1 else None,
+        salvaged=[_field_of(where) for where in salvaged],
+        pages=document.page_count,
+        extractor=f"llm:{client.model}",
+    )
+
+
+def extraction_of_parts(
+    doc_type: str,
+    merged: _Merged,
+    evidence: Evidence | None,
+    *,
+    notes: list[str],
+    read_note: str | None,
+    salvaged: Sequence[str],
+    pages: int,
+    extractor: str,
+) -> Extraction:
+    """One extraction from the merge of a document's parts (the requests of one attempt,
+    or the child tasks of a fan-out): disagreements settled by what the text shows,
+    every field grounded in it (`evidence`, None when pages were read from images) and
+    cross-checked, `salvaged` fields (what failed validation) scored as such."""
+    model = model_for(doc_type)
     for where, values in list(merged.disagreements.items()):
         shown = ", ".join(repr(v) for v in values[:3])
         settled = _settle(merged, where, values, evidence)
@@ -327,16 +355,16 @@ async def extract_llm(
                 f"parts of the document disagree on {where} ({shown}); kept {settled!r}, "
                 "the only one the text shows"
             )
-    if len(chunks) > 1:
-        notes.append(f"read in {len(chunks)} requests")
-    data = model.model_validate(merged.data) if parts else model()
+    if read_note:
+        notes.append(read_note)
+    data = model.model_validate(merged.data)
     answer = data.model_dump(mode="json")
     fields = field_confidences(doc_type, answer, merged.disagreements, evidence)
     unseen = [w for w, score in fields.items() if score == UNGROUNDED]
     if unseen:
         notes.append(f"not printed in the document as answered: {', '.join(unseen)}")
-    for where in dict.fromkeys(salvaged):
-        fields[_field_of(where)] = SALVAGED
+    for name in dict.fromkeys(salvaged):
+        fields[name] = SALVAGED
     checks = cross_checks(doc_type, data)
     if checks:
         fields = _implicated(fields, checks)
@@ -345,8 +373,8 @@ async def extract_llm(
         data,
         fields=fields,
         notes=notes,
-        pages=document.page_count,
-        extractor=f"llm:{client.model}",
+        pages=pages,
+        extractor=extractor,
         key_fields=KEY_FIELDS.get(doc_type),
     )
     if unseen:
