@@ -347,7 +347,7 @@ def estimate_report(runs: list[Run]) -> list[str]:
 
 def prompt_sizes(args: argparse.Namespace) -> list[str]:
     """The prompt characters llm and hybrid would send (no model asked)."""
-    from conveyor.agents.hybrid import _cut, _hints, excerpt_of, plan_for
+    from conveyor.agents.hybrid import excerpt_of, hints_for, plan_for, schema_for_fields
     from conveyor.agents.llm import _messages, chunk_text_pages, overhead_tokens
     from conveyor.agents.offline import extract_offline
     from conveyor.documents.text import extract_text
@@ -374,12 +374,12 @@ def prompt_sizes(args: argparse.Namespace) -> list[str]:
         if not plan.ask:
             continue
         asked += 1
-        hints = _hints(offline, plan)
+        hints = hints_for(offline, plan)
         if plan.whole or plan.regions is None:
             hybrid += chars(text, whole, hints)
         else:
             excerpt = excerpt_of(text, [plan.regions[f] for f in plan.ask])
-            hybrid += chars(excerpt, _cut(whole, plan.ask), hints)
+            hybrid += chars(excerpt, schema_for_fields(whole, plan.ask), hints)
     return [
         f"{len(pdfs[: args.limit or None])} documents, the model asked about {asked} in hybrid",
         f"prompt characters: llm {llm:,}, hybrid {hybrid:,} "

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from conveyor.agents.fanout import PageRange, assemble, page_ranges, read_range
 from conveyor.agents.grounding import Evidence
-from conveyor.agents.hybrid import TRUST, _cut, _hints, merged, plan_for
+from conveyor.agents.hybrid import TRUST, hints_for, merged, plan_for, schema_for_fields
 from conveyor.agents.llm import ANSWER_TOKENS, estimate_tokens, extract_llm
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.text import DocumentText
@@ -76,7 +76,7 @@ async def spawn(
             )
             offline.extractor = f"hybrid:{settings.llm_model}"
             return offline
-        asked = {"hints": _hints(offline, plan)}
+        asked = {"hints": hints_for(offline, plan)}
         if not plan.whole:
             asked["ask"] = plan.ask
     payload = task.payload if isinstance(task.payload, dict) else {}
@@ -138,7 +138,7 @@ async def read_part(agents: DocumentAgents, task: Task) -> dict[str, Any]:
             name=name or f"document {path.name[:12]}",
             chunk_tokens=agents.app.settings.llm_chunk_tokens,
             parallel=agents.parallel,
-            schema=_cut(json_schema(kind), ask) if ask else None,
+            schema=schema_for_fields(json_schema(kind), ask) if ask else None,
             hints=hints if isinstance(hints, str) else None,
         )
     finally:

@@ -117,7 +117,7 @@ def read_range(path: Path, pages: PageRange, *, name: str | None = None) -> Docu
     other page: a child of a 200-page contract reads its five. Blocking: run in a thread.
     UnreadableDocument as `extract_text`; ValueError when the range is past the end."""
     from conveyor.documents.pdf import PDFIUM_LOCK, open_pdf
-    from conveyor.documents.text import _page_text
+    from conveyor.documents.text import page_text
 
     which = f"{name!r}" if name else "the PDF"
     with open_pdf(path, which) as document:
@@ -128,7 +128,7 @@ def read_range(path: Path, pages: PageRange, *, name: str | None = None) -> Docu
         read: dict[int, PageText] = {}
         for number in range(pages.first, pages.last + 1):
             with PDFIUM_LOCK:
-                read[number] = _page_text(document, number - 1)
+                read[number] = page_text(document, number - 1)
     kept = [read.get(n) or _blank(n) for n in range(1, count + 1)]
     return DocumentText(pages=kept, name=name, source=path)
 

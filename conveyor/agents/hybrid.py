@@ -96,7 +96,7 @@ async def extract_hybrid(
         )
         offline.extractor = f"hybrid:{client.model}"
         return offline
-    schema = _cut(json_schema(doc_type), plan.ask) if not plan.whole else None
+    schema = schema_for_fields(json_schema(doc_type), plan.ask) if not plan.whole else None
     sent = text
     if plan.regions is not None and not plan.whole:
         sent = excerpt_of(text, [plan.regions[f] for f in plan.ask])
@@ -110,7 +110,7 @@ async def extract_hybrid(
             chunk_tokens=chunk_tokens,
             deadline=deadline,
             schema=schema,
-            hints=_hints(offline, plan),
+            hints=hints_for(offline, plan),
         )
     except LLMAnswerInvalid as exc:
         # An answer no better next time (not JSON, cut, refused): the rules' reading
@@ -208,7 +208,7 @@ def _has_empty(value: Any) -> bool:
     return value in (None, "", [])
 
 
-def _cut(schema: dict[str, Any], keep: list[str]) -> dict[str, Any]:
+def schema_for_fields(schema: dict[str, Any], keep: list[str]) -> dict[str, Any]:
     """The type's schema with only the top-level properties in `keep`."""
     out = dict(schema)
     out["properties"] = {k: v for k, v in schema["properties"].items() if k in keep}
@@ -216,7 +216,7 @@ def _cut(schema: dict[str, Any], keep: list[str]) -> dict[str, Any]:
     return out
 
 
-def _hints(offline: Extraction, plan: Plan) -> str:
+def hints_for(offline: Extraction, plan: Plan) -> str:
     values = _leaves(offline.data)
     if plan.whole:
         found = {w: v for w, v in values.items() if v not in (None, "", [])}

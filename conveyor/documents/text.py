@@ -135,7 +135,7 @@ def extract_text(source: Path | bytes, *, name: str | None = None) -> DocumentTe
                 # The lock is taken page by page: another thread's document gets its turn
                 # between two pages of a long one.
                 with PDFIUM_LOCK:
-                    pages.append(_page_text(document, index))
+                    pages.append(page_text(document, index))
         except pdfium.PdfiumError as exc:
             raise UnreadableDocument(
                 f"page {len(pages) + 1} of {which} cannot be read: {exc}"
@@ -176,7 +176,8 @@ def _page_layout(document: Any, number: int) -> PageLayout:
         page.close()
 
 
-def _page_text(document: Any, index: int) -> PageText:
+def page_text(document: Any, index: int) -> PageText:
+    """The text of page `index` (0-based) of an open pypdfium2 document."""
     page = document[index]
     try:
         textpage = page.get_textpage()
