@@ -24,6 +24,7 @@ from conveyor.queue.validation import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     check_int,
+    check_labels,
     check_text,
     json_text,
 )
@@ -114,14 +115,7 @@ def _child_row(child: Child) -> dict[str, Any]:
         check_int("estimated_tokens", child.estimated_tokens, 0, INT32_MAX)
     if child.max_attempts is not None:
         check_int("max_attempts", child.max_attempts, 1, 1000)
-    labels = child.labels
-    if labels is not None and (
-        not isinstance(labels, dict)
-        or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
-    ):
-        raise InvalidTask("labels must be a mapping of strings to strings")
-    for label, value in (labels or {}).items():
-        check_text(f"label {label!r}", label + value)
+    check_labels(child.labels)
     payload = json_text(child.payload if child.payload is not None else {}, "payload")
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise InvalidTask(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes")
@@ -132,7 +126,7 @@ def _child_row(child: Child) -> dict[str, Any]:
         "priority": child.priority,
         "estimated_tokens": child.estimated_tokens,
         "max_attempts": child.max_attempts,
-        "labels": labels,
+        "labels": child.labels,
     }
 
 

@@ -87,14 +87,7 @@ def validate(task: NewTask) -> dict[str, Any]:
     check_text("agent", task.agent)
     check_text("idempotency_key", key)
     check_text("tenant", task.tenant)
-    labels = task.labels
-    if labels is not None and (
-        not isinstance(labels, dict)
-        or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
-    ):
-        raise InvalidTask("labels must be a mapping of strings to strings")
-    for label, value in (labels or {}).items():
-        check_text(f"label {label!r}", label + value)
+    check_labels(task.labels)
     run_after, run_in = when_to_run(task.run_after)
     return {
         "agent": task.agent,
@@ -106,5 +99,16 @@ def validate(task: NewTask) -> dict[str, Any]:
         "run_after": run_after,
         "run_in": run_in,
         "tenant": task.tenant,
-        "labels": labels,
+        "labels": task.labels,
     }
+
+
+def check_labels(labels: object) -> None:
+    """Labels are a mapping of strings to strings that PostgreSQL can store (or None)."""
+    if labels is not None and (
+        not isinstance(labels, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
+    ):
+        raise InvalidTask("labels must be a mapping of strings to strings")
+    for label, value in (labels or {}).items():
+        check_text(f"label {label!r}", label + value)
