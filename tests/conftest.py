@@ -26,6 +26,9 @@ from conveyor.settings import Settings
 
 TEMPLATE = f"conveyor_tmpl_{os.getpid()}"
 
+# The real headless Chromium's fixtures (`browser`, `page`), for the tests that drive pages.
+pytest_plugins = ["tests.browser"]
+
 
 def with_dbname(url: str, dbname: str) -> str:
     return make_conninfo(url, dbname=dbname)

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Page, expect
 
 from conveyor import App, Child, Spawn, Task, TaskStatus
 from conveyor.settings import Settings
@@ -18,25 +18,6 @@ from conveyor.worker import Worker
 from tests.conftest import wait_for
 from tests.test_worker import Running
 from tests.web import serving
-
-CHROMIUM = "/usr/bin/chromium"
-
-
-@pytest.fixture
-async def page() -> AsyncIterator[Page]:
-    async with async_playwright() as p:
-        browser: Browser = await p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        context = await browser.new_context(viewport={"width": 1280, "height": 900})
-        page = await context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        yield page
-        await browser.close()
-        assert not errors, f"the page's script failed: {errors}"
 
 
 @pytest.fixture

@@ -19,16 +19,15 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Page, expect
 
 from conveyor import App, Task
 from conveyor.settings import Settings
 from conveyor.worker import Worker
+from tests.browser import sign_in
 from tests.conftest import wait_for
 from tests.web import serving
 
-CHROMIUM = "/usr/bin/chromium"
 LIVE_MS = 1000  # an enqueue or a completion shows within a second, without a reload
 TILES = (
     "total",
@@ -44,29 +43,6 @@ TILES = (
     "p50_ms",
     "confidence",
 )
-
-
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as p:
-        browser = await p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield browser
-        await browser.close()
-
-
-@pytest.fixture
-async def page(browser: Browser) -> AsyncIterator[Page]:
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    await context.close()
-    assert not errors, f"the page's script failed: {errors}"
 
 
 class Shop:
@@ -309,8 +285,7 @@ async def test_with_a_token_the_browser_signs_in(page: Page, settings: Settings)
         await s.populate()
         await page.goto(f"{url}/")
         assert page.url.endswith("/login")
-        await page.locator('input[name="token"]').fill("s3cret")
-        await page.locator('button[type="submit"]').click()
+        await sign_in(page, url, "s3cret")
         await expect(page.locator('[data-tile="total"] .value')).to_have_text("9")
         await expect(page.locator("#live")).to_have_attribute("data-state", "live")
         cookies = await page.context.cookies()

@@ -11,54 +11,27 @@ and nothing of theirs is written. Every check waits on the DOM (playwright's `ex
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
 from decimal import Decimal
 from pathlib import Path
 
-import pytest
-from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from conveyor.documents.submit import submit_files
 from conveyor.documents.types import Invoice, make_extraction
 from conveyor.settings import Settings
 from conveyor.testing.samples import make_invoice
+from tests.browser import close_page, open_page, sign_in
 from tests.conftest import wait_for
 from tests.test_reviews import ALICE, BOB, TOKENS, Desk, desk
 
-CHROMIUM = "/usr/bin/chromium"
 LIVE_MS = 5000
 
 
-@pytest.fixture(scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as p:
-        browser = await p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield browser
-        await browser.close()
-
-
-async def signed_in(browser: Browser, url: str, token: str) -> tuple[BrowserContext, Page]:
-    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda m: errors.append(m.text) if "Content Security" in m.text else None)
-    context.errors = errors  # type: ignore[attr-defined]
-    await page.goto(f"{url}/login")
-    await page.fill("input[name=token]", token)
-    await page.click("button[type=submit]")
-    await page.wait_for_url(f"{url}/")
-    return context, page
-
-
-async def close(context: BrowserContext) -> None:
-    errors = context.errors  # type: ignore[attr-defined]
-    await context.close()
-    assert not errors, f"the page's script failed: {errors}"
+async def signed_in(browser: Browser, url: str, token: str) -> Page:
+    """A reviewer's page, signed in with their token (its own context: its own cookie)."""
+    page = await open_page(browser, width=1400, height=1000)
+    await sign_in(page, url, token)
+    return page
 
 
 async def reviewed_invoice(d: Desk, tmp_path: Path, seed: int) -> tuple[int, str, str]:
@@ -95,7 +68,7 @@ async def test_a_reviewer_corrects_a_field_and_the_task_shows_the_version_and_tr
 ) -> None:
     async with desk(dataclasses.replace(settings, api_tokens=TOKENS)) as (d, client):
         url = str(client.base_url).rstrip("/")
-        context, page = await signed_in(browser, url, ALICE)
+        page = await signed_in(browser, url, ALICE)
         try:
             # Polling practically off: only the event stream can show the new review.
             await page.goto(f"{url}/reviews?poll=3600")
@@ -141,7 +114,7 @@ async def test_a_reviewer_corrects_a_field_and_the_task_shows_the_version_and_tr
             await expect(reviewed).to_contain_text("total 0% of 1")
             await expect(reviewed).to_contain_text("number 100% of 1")
         finally:
-            await close(context)
+            await close_page(page)
 
 
 async def test_two_reviewers_on_one_task_the_second_gets_a_clear_conflict(
@@ -151,8 +124,8 @@ async def test_two_reviewers_on_one_task_the_second_gets_a_clear_conflict(
         url = str(client.base_url).rstrip("/")
         task_id, wrong, right = await reviewed_invoice(d, tmp_path, 8)
         await completed(d, task_id)
-        alice, alice_page = await signed_in(browser, url, ALICE)
-        bob, bob_page = await signed_in(browser, url, BOB)
+        alice_page = await signed_in(browser, url, ALICE)
+        bob_page = await signed_in(browser, url, BOB)
         try:
             for page in (alice_page, bob_page):
                 await page.goto(f"{url}/reviews/{task_id}")
@@ -174,5 +147,5 @@ async def test_two_reviewers_on_one_task_the_second_gets_a_clear_conflict(
             task = answer.json()
             assert task["result"]["data"]["total"] == wrong, "alice's correction was not written"
         finally:
-            await close(alice)
-            await close(bob)
+            await close_page(alice_page)
+            await close_page(bob_page)
