@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from conveyor import App, Child, PermanentFailure, Spawn, Task, TaskStatus, queue
+from conveyor.db.migrate import migrate
 from conveyor.queue import AttemptOutcome, InvalidSpawn, Outcome
 from conveyor.settings import Settings
 from conveyor.worker import Worker
@@ -397,9 +398,10 @@ async def test_a_parents_children_are_read_by_their_index(conn: Any) -> None:
     them: by tasks_children_idx, among many tasks that are nobody's children."""
     await conn.execute("INSERT INTO agents (name) VALUES ('a')")
     await conn.execute(
-        """INSERT INTO tasks (agent, status, parent_id, child_key)
+        """INSERT INTO tasks (agent, status, parent_id, child_key, root_id)
            SELECT 'a', 'completed', CASE WHEN g % 100 = 0 THEN g / 1000 + 1 END,
-                  CASE WHEN g % 100 = 0 THEN 'k' || g END
+                  CASE WHEN g % 100 = 0 THEN 'k' || g END,
+                  CASE WHEN g % 100 = 0 THEN g / 1000 + 1 END
            FROM generate_series(1, 20000) g"""
     )
     await conn.execute("ANALYZE tasks")
@@ -410,3 +412,74 @@ async def test_a_parents_children_are_read_by_their_index(conn: Any) -> None:
         cur = await conn.execute(psycopg.sql.SQL("EXPLAIN (FORMAT JSON) " + query))
         plan = json.dumps((await cur.fetchone())["QUERY PLAN"])
         assert "tasks_children_idx" in plan and "Seq Scan" not in plan, plan
+
+
+async def _spawn(c: Any, claimed: queue.ClaimedTask, *children: Child) -> None:
+    """End a claimed attempt by spawning `children`, as the worker reports it."""
+    spawn = queue.spawn_json(Spawn(list(children)))
+    outcome = Outcome(claimed.id, claimed.attempt, AttemptOutcome.SPAWNED, result=spawn)
+    (ended,) = await queue.finish(c, [outcome])
+    assert ended.applied
+
+
+async def test_every_child_knows_the_root_of_its_tree(app: App, conn: Any) -> None:
+    """tasks.root_id, written by the spawn: a tree's tasks are `id = R OR root_id = R`,
+    found by tasks_root_idx, whatever their depth."""
+    root = await app.enqueue_async("sum", {"ns": [1]})
+    async with app.connection() as c:
+        (claimed,) = await queue.claim(c, worker_id="w", agents=["sum"], limit=1)
+        await _spawn(c, claimed, Child("sum", key="mid"), Child("square", {"n": 1}, key="leaf"))
+        (mid,) = await queue.claim(c, worker_id="w", agents=["sum"], limit=1)
+        await _spawn(c, mid, Child("square", {"n": 2}, key="deep"))
+    cur = await conn.execute(
+        "SELECT child_key, depth, root_id FROM tasks ORDER BY id", prepare=False
+    )
+    assert [tuple(r.values()) for r in await cur.fetchall()] == [
+        (None, 0, None),
+        ("mid", 1, root),
+        ("leaf", 1, root),
+        ("deep", 2, root),
+    ]
+    # With four rows a sequential scan is cheapest; the index is what a planner without
+    # sequential scans must take.
+    await conn.execute("SET enable_seqscan = off")
+    cur = await conn.execute(
+        "EXPLAIN (FORMAT JSON) SELECT id FROM tasks WHERE id = %s OR root_id = %s",
+        (root, root),
+    )
+    plan = json.dumps((await cur.fetchone())["QUERY PLAN"])
+    assert "tasks_root_idx" in plan, plan
+
+
+async def test_the_migration_gives_existing_children_their_root(server_url: str) -> None:
+    """A database whose trees were spawned before tasks.root_id: migration 0012 finds each
+    child's root by walking up, also past a pruned ancestor (the last id named)."""
+    from tests.test_migrations import apply_like_an_older_conveyor, scratch_database
+
+    async with scratch_database(server_url) as old:
+        await apply_like_an_older_conveyor(old, "0011_reviews")
+        await old.execute("INSERT INTO agents (name) VALUES ('a')")
+        # 1 <- 2 <- 3 <- 4, and 5 alone; 7 <- 8 whose 7's parent, 6, was pruned.
+        await old.execute(
+            """INSERT INTO tasks (id, agent, status, parent_id, child_key, depth)
+               OVERRIDING SYSTEM VALUE VALUES
+               (1, 'a', 'processing', NULL, NULL, 0), (2, 'a', 'processing', 1, 'b', 1),
+               (3, 'a', 'processing', 2, 'c', 2), (4, 'a', 'enqueued', 3, 'd', 3),
+               (5, 'a', 'completed', NULL, NULL, 0),
+               (7, 'a', 'processing', 6, 'g', 1), (8, 'a', 'completed', 7, 'h', 2)"""
+        )
+        await migrate(old)
+        cur = await old.execute("SELECT id, root_id FROM tasks ORDER BY id")
+        assert [tuple(r.values()) for r in await cur.fetchall()] == [
+            (1, None),
+            (2, 1),
+            (3, 1),
+            (4, 1),
+            (5, None),
+            (7, 6),
+            (8, 6),
+        ]
+        with pytest.raises(psycopg.errors.CheckViolation):
+            await old.execute(
+                "INSERT INTO tasks (agent, parent_id, child_key, depth) VALUES ('a', 1, 'z', 1)"
+            )

@@ -18,7 +18,7 @@ EXPECTED_COLUMNS = {
         """id agent status priority payload result error idempotency_key estimated_tokens
         attempts free_attempts max_attempts run_after lease_expires_at locked_by tenant labels
         created_at started_at finished_at
-        parent_id child_key depth children_open children_policy waiting_since""".split()
+        parent_id child_key depth children_open children_policy waiting_since root_id""".split()
     ),
     "task_attempts": set(
         """id task_id attempt agent worker_id run_id trace_id status started_at finished_at

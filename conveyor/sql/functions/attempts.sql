@@ -117,7 +117,7 @@ BEGIN
           AND t.status = 'processing'
           AND t.attempts = d.attempt
           AND t.waiting_since IS NULL
-        RETURNING t.id, t.status, t.priority, t.tenant, t.labels, t.depth
+        RETURNING t.id, t.status, t.priority, t.tenant, t.labels, t.depth, t.root_id
     ), spawned AS (
         -- The children, in the order given (ids and created_at follow it). A key the
         -- parent spawned before keeps its child, unless that one failed or was cancelled:
@@ -125,10 +125,13 @@ BEGIN
         -- only the children that did not succeed). A child of an agent that is not
         -- registered is not inserted; the worker checks before it reports the outcome.
         INSERT INTO tasks AS c (agent, payload, priority, estimated_tokens, max_attempts,
-                                tenant, labels, parent_id, child_key, depth)
+                                tenant, labels, parent_id, child_key, depth, root_id)
         SELECT k.agent, coalesce(k.payload, '{}'), coalesce(k.priority, e.priority),
                k.estimated_tokens, coalesce(k.max_attempts, g.max_attempts), e.tenant,
-               e.labels || coalesce(k.labels, '{}'), e.id, k.key, e.depth + 1
+               e.labels || coalesce(k.labels, '{}'), e.id, k.key, e.depth + 1,
+               -- The tree's root (tasks.root_id): the parent's, or the parent when it is
+               -- the root.
+               coalesce(e.root_id, e.id)
         FROM ended e
         JOIN decided d ON d.task_id = e.id AND d.outcome = 'spawned'
         CROSS JOIN LATERAL ROWS FROM (
