@@ -408,6 +408,8 @@ async def test_a_parents_children_are_read_by_their_index(conn: Any) -> None:
     for query in (
         "SELECT count(*) FROM tasks WHERE parent_id = 3 AND status IN ('enqueued', 'processing')",
         "SELECT id, child_key FROM tasks WHERE parent_id = 3 ORDER BY id",
+        # The walk down a tree (the cancel, the summary): inlined, by parent at every level.
+        "SELECT id FROM conveyor_tree(3)",
     ):
         cur = await conn.execute(psycopg.sql.SQL("EXPLAIN (FORMAT JSON) " + query))
         plan = json.dumps((await cur.fetchone())["QUERY PLAN"])
@@ -483,3 +485,96 @@ async def test_the_migration_gives_existing_children_their_root(server_url: str)
             await old.execute(
                 "INSERT INTO tasks (agent, parent_id, child_key, depth) VALUES ('a', 1, 'z', 1)"
             )
+
+
+async def _tree_rows(conn: Any, root: int) -> dict[str, str]:
+    cur = await conn.execute(
+        "SELECT coalesce(child_key, 'root') AS key, status FROM tasks"
+        " WHERE id = %s OR root_id = %s ORDER BY id",
+        (root, root),
+    )
+    return {r["key"]: r["status"] for r in await cur.fetchall()}
+
+
+async def _mid_attempt_child(app: App) -> tuple[int, queue.ClaimedTask]:
+    """A tree: a waiting root whose child "mid" is in the middle of an attempt."""
+    root = await app.enqueue_async("sum", {"ns": [1]})
+    async with app.connection() as c:
+        (claimed,) = await queue.claim(c, worker_id="w", agents=["sum"], limit=1)
+        await _spawn(c, claimed, Child("sum", key="mid"))
+        (mid,) = await queue.claim(c, worker_id="w", agents=["sum"], limit=1)
+    return root, mid
+
+
+def _grandchildren(mid: queue.ClaimedTask) -> list[Outcome]:
+    spawn = Spawn([Child("square", {"n": n}, key=f"g{n}") for n in (1, 2)])
+    return [Outcome(mid.id, mid.attempt, AttemptOutcome.SPAWNED, result=queue.spawn_json(spawn))]
+
+
+async def test_a_spawn_that_arrives_after_its_trees_cancel_inserts_nothing(
+    app: App, conn: Any
+) -> None:
+    root, mid = await _mid_attempt_child(app)
+    await app.cancel_async(root)
+    async with app.connection() as c:
+        (late,) = await queue.finish(c, _grandchildren(mid))
+    assert not late.applied
+    assert await _tree_rows(conn, root) == {"root": "cancelled", "mid": "cancelled"}
+
+
+async def test_a_spawn_committed_while_its_tree_is_being_cancelled_is_cancelled_too(
+    app: App, conn: Any
+) -> None:
+    """The race: the child's spawn is in flight when the cancel starts. The cancel's first
+    walk of the tree waits for the child's row, which the spawn holds; the spawn commits,
+    the child waits for its new children, and the cancel cancels it, but that walk's
+    snapshot was taken before the grandchildren existed. They must not stay runnable."""
+    root, mid = await _mid_attempt_child(app)
+    db = await app.database()
+    async with db.connection() as worker, worker.transaction():
+        (spawned,) = await queue.finish(worker, _grandchildren(mid))
+        assert spawned.applied
+        cancel = asyncio.create_task(app.cancel_async(root))
+
+        async def cancel_waits() -> bool:
+            async with db.connection() as look:
+                cur = await look.execute(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = "
+                    "'Lock' AND datname = current_database()"
+                )
+                return await _count(cur) == 1
+
+        await wait_for(cancel_waits, what="the cancel waiting for the child's row")
+    cancelled = await cancel
+    assert cancelled.status == TaskStatus.CANCELLED
+    assert await _tree_rows(conn, root) == {
+        "root": "cancelled",
+        "mid": "cancelled",
+        "g1": "cancelled",
+        "g2": "cancelled",
+    }
+
+
+async def test_the_walk_down_a_tree_ends_within_the_depth_bound(conn: Any) -> None:
+    """conveyor_tree() goes down only to deeper rows: its bound is tasks.depth's check, the
+    same number as MAX_DEPTH; even rows whose parents loop (no spawn writes those) end it."""
+    cur = await conn.execute(
+        "SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint"
+        " WHERE conrelid = 'tasks'::regclass AND conname = 'tasks_depth_check'"
+    )
+    assert f"(depth <= {queue.MAX_DEPTH})" in (await cur.fetchone())["def"]
+    await conn.execute("INSERT INTO agents (name) VALUES ('a')")
+    cur = await conn.execute(
+        """INSERT INTO tasks (agent, parent_id, child_key, root_id, depth)
+           SELECT 'a', 1, 'k' || g, 1, g FROM generate_series(0, 3) g RETURNING id"""
+    )
+    ids = [r["id"] for r in await cur.fetchall()]
+    # 1 -> 2 -> 3 -> 4 -> 1 by parent_id, at depths 0, 1, 2, 3.
+    await conn.execute(
+        "UPDATE tasks SET parent_id = CASE WHEN id = %s THEN %s ELSE id - 1 END",
+        (ids[0], ids[-1]),
+    )
+    cur = await conn.execute("SELECT id FROM conveyor_tree(%s) ORDER BY id", (ids[0],))
+    assert [r["id"] for r in await cur.fetchall()] == ids
+    cur = await conn.execute("SELECT id FROM conveyor_tree(%s) ORDER BY id", (ids[2],))
+    assert [r["id"] for r in await cur.fetchall()] == ids[2:]

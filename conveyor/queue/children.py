@@ -188,10 +188,26 @@ async def summary(conn: Connection, task_id: int) -> ChildrenSummary | None:
 async def cancel_tree(conn: Connection, task_id: int) -> set[int]:
     """Cancel a task and every unfinished descendant, in one transaction: queued and
     waiting ones at once, running ones by ending their attempts (the NOTIFY stops their
-    agents). Returns the ids that this cancelled."""
+    agents). Returns the ids that this cancelled.
+
+    The tree is walked again until a walk finds nothing left to cancel. A walk sees the
+    tree as its statement's snapshot has it, and a spawn can commit while the walk waits
+    for the row of the task spawning (the spawn holds it): that task is then cancelled as
+    waiting, and its new children, absent from the snapshot, would stay runnable. The next
+    walk, with a snapshot taken after those locks, sees them. No spawn can commit later in
+    the tree: every task a walk found unfinished is locked until this commits, and once
+    cancelled, what it reports is fenced off (conveyor_end_attempts). (A child that the
+    first walk missed and that a worker ends before the next walk locks it waits for its
+    parent's row, held here, while this waits for the child's: PostgreSQL aborts one of
+    the two as a deadlock. That child would have to be claimed, run and ended within the
+    cancel's few milliseconds.)"""
+    cancelled: set[int] = set()
     async with conn.transaction():
-        cur = await conn.execute(Q.tasks_cancel_tree_waiting, {"id": task_id})
-        cancelled = {r["id"] for r in await cur.fetchall()}
-        cur = await conn.execute(Q.tasks_cancel_tree_running, {"id": task_id})
-        cancelled |= {r["id"] for r in await cur.fetchall()}
-    return cancelled
+        while True:
+            cur = await conn.execute(Q.tasks_cancel_tree_waiting, {"id": task_id})
+            found = {r["id"] for r in await cur.fetchall()}
+            cur = await conn.execute(Q.tasks_cancel_tree_running, {"id": task_id})
+            found |= {r["id"] for r in await cur.fetchall()}
+            if not found:
+                return cancelled
+            cancelled |= found

@@ -9,12 +9,12 @@
 WITH RECURSIVE wanted AS (
     SELECT * FROM unnest(%(agents)s::text[], %(keys)s::text[]) AS w(agent, key)
 ), ancestors AS (
-    SELECT id, parent_id, agent, child_key, 0 AS up FROM tasks WHERE id = %(id)s
+    SELECT id, parent_id, agent, child_key, depth FROM tasks WHERE id = %(id)s
     UNION ALL
-    SELECT t.id, t.parent_id, t.agent, t.child_key, a.up + 1
+    -- Up to rows less deep than the one it comes from: it ends within tasks.depth's bound.
+    SELECT t.id, t.parent_id, t.agent, t.child_key, t.depth
     FROM tasks t
-    JOIN ancestors a ON t.id = a.parent_id
-    WHERE a.up < 16
+    JOIN ancestors a ON t.id = a.parent_id AND t.depth < a.depth
 )
 SELECT t.depth,
        ARRAY(SELECT DISTINCT w.agent FROM wanted w
@@ -35,20 +35,14 @@ ORDER BY id;
 -- name: children_summary
 -- A task's place in its family, its children's progress, and the usage and cost of its
 -- whole tree (its own attempts and all its descendants'): a document's cost is the sum
--- of its chunks' and its own. Read at request time, by parent_id (tasks_children_idx).
-WITH RECURSIVE tree AS (
-    SELECT id, 0 AS down FROM tasks WHERE id = %(id)s
-    UNION ALL
-    SELECT c.id, t.down + 1
-    FROM tasks c
-    JOIN tree t ON c.parent_id = t.id
-    WHERE t.down < 16
-), usage AS (
+-- of its chunks' and its own. Read at request time, down the tree by parent_id
+-- (conveyor_tree(), tasks_children_idx).
+WITH usage AS (
     SELECT coalesce(sum(a.input_tokens), 0)::bigint AS input_tokens,
            coalesce(sum(a.output_tokens), 0)::bigint AS output_tokens,
            coalesce(sum(a.llm_cost_usd), 0) AS llm_cost_usd,
            coalesce(sum(a.compute_cost_usd), 0) AS compute_cost_usd
-    FROM tree
+    FROM conveyor_tree(%(id)s) tree
     JOIN task_attempts a ON a.task_id = tree.id
 ), kids AS (
     SELECT count(*)::int AS total,
@@ -71,17 +65,12 @@ WHERE t.id = %(id)s;
 -- is above its parent's), the order in which a worker ending a child locks the child and
 -- then its parent, so a cancel and an outcome never deadlock. FOR UPDATE hands back each
 -- row as it is once locked: a task that started or ended meanwhile is judged as it is now.
-WITH RECURSIVE tree AS (
-    SELECT id, 0 AS down FROM tasks WHERE id = %(id)s
-    UNION ALL
-    SELECT c.id, t.down + 1
-    FROM tasks c
-    JOIN tree t ON c.parent_id = t.id
-    WHERE t.down < 16
-), locked AS MATERIALIZED (
+-- But the walk of the tree is this statement's snapshot: children that a spawn inserted
+-- and committed while this waited for a row are not in it; cancel_tree() walks again.
+WITH locked AS MATERIALIZED (
     SELECT x.id, x.status, x.waiting_since
     FROM tasks x
-    JOIN tree USING (id)
+    JOIN conveyor_tree(%(id)s) tree USING (id)
     WHERE x.status IN ('enqueued', 'processing')
     ORDER BY x.id DESC
     FOR UPDATE OF x
@@ -100,17 +89,10 @@ RETURNING t.id;
 -- Then the attempts running in the tree end 'cancelled', through conveyor_end_attempts()
 -- like every end of an attempt: the NOTIFY of the change stops their agents, and what
 -- they still report is fenced off. (The rows are locked by the statement before.)
-WITH RECURSIVE tree AS (
-    SELECT id, 0 AS down FROM tasks WHERE id = %(id)s
-    UNION ALL
-    SELECT c.id, t.down + 1
-    FROM tasks c
-    JOIN tree t ON c.parent_id = t.id
-    WHERE t.down < 16
-), running AS MATERIALIZED (
+WITH running AS MATERIALIZED (
     SELECT x.id, x.attempts
     FROM tasks x
-    JOIN tree USING (id)
+    JOIN conveyor_tree(%(id)s) tree USING (id)
     WHERE x.status = 'processing' AND x.waiting_since IS NULL
     ORDER BY x.id DESC
     FOR UPDATE OF x

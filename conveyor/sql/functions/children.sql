@@ -6,6 +6,25 @@
 -- status settles their parents, whoever runs it (a worker's outcomes, the sweeper, a
 -- cancel, a callback, a retry): the trigger below, so no path can forget.
 
+-- A task and all its descendants: the walk down a tree that every statement about one
+-- uses (conveyor/sql/children.sql: the cancel, the summary). A spawn writes a child one
+-- level below its parent (tasks.depth = the parent's + 1), so the walk goes down only to
+-- rows deeper than the row it comes from: it ends after at most MAX_DEPTH + 1 levels, the
+-- bound of tasks.depth's check (conveyor.queue.children.MAX_DEPTH), whatever the rows hold.
+-- SQL and STABLE: inlined into the calling statement, and read in its snapshot.
+CREATE OR REPLACE FUNCTION conveyor_tree(p_root bigint) RETURNS TABLE (id bigint)
+LANGUAGE sql STABLE AS $$
+    WITH RECURSIVE tree AS (
+        SELECT t.id, t.depth FROM tasks t WHERE t.id = p_root
+        UNION ALL
+        -- By parent: tasks_children_idx.
+        SELECT c.id, c.depth
+        FROM tree p
+        JOIN tasks c ON c.parent_id = p.id AND c.depth > p.depth
+    )
+    SELECT tree.id FROM tree
+$$;
+
 -- Settle waiting parents: lock them (in id order, the order every caller locks parents
 -- in, so that two workers ending children of the same parents never deadlock), then
 -- count their unfinished children and wake those that have none left.
