@@ -3,6 +3,25 @@
 The connection is dedicated (a pooled connection cannot stay in LISTEN). When it breaks it
 is re-established with backoff, and `on_reconnect` runs: NOTIFYs sent while it was down
 are gone, so whoever listens must look at the database again.
+
+Every LISTEN connection of the package is opened here (`open_listening`), with the URL's
+registered credentials (`conveyor.db.credentials`), and none outlives them: when they come
+with an expiry, the connection is renewed at `renewal_delay`, the share of the token's
+life the pool keeps its own connections for. A service that ends a connection whose token
+expired (Lakebase, a proxy) then never cuts a listener off.
+
+How it is renewed depends on what a lost NOTIFY costs. Here (`renew=True`, the workers'
+and `submit --wait`'s listener) the fresh connection LISTENs before the old one is closed,
+what the old one had already received is handed on, and `on_reconnect` runs, as after any
+reconnection: a NOTIFY still in flight to the old connection may be missed, and one sent
+while both listened may be handed on twice. A worker loses nothing by either: its
+on_reconnect is a claim, which finds any task whose enqueue it did not hear, a repeated
+wake-up is one more claim, and a cancel or a callback it did not hear is found by its next
+lease renewal (conveyor.worker.leases). Sharing the web's exact handover
+(conveyor.web.handover: a marker NOTIFY, two connections until both heard it) would buy a
+worker nothing and send every listener in the system a marker per renewal of every
+worker. The event stream, whose clients would be told to refresh, needs that exactness:
+its feeds are Listeners with `renew=False`, renewed by the handover on the same schedule.
 """
 
 from __future__ import annotations
@@ -11,12 +30,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
-from conveyor.db.credentials import connect_to
+from conveyor.db.credentials import connect_to, for_url
 from conveyor.log import fields
 
 log = logging.getLogger(__name__)
@@ -25,6 +45,32 @@ CHANNEL = "conveyor"
 #: The longest wait between reconnection attempts: events flow again within it of the
 #: server's return (a refused attempt costs next to nothing).
 MAX_RETRY_DELAY = 0.5
+#: Seconds a connection attempt may take.
+CONNECT_TIMEOUT = 5
+#: Seconds before a renewal that could not connect is tried again (the old connection
+#: goes on listening meanwhile).
+RETRY_RENEW = 1.0
+
+
+async def open_listening(url: str) -> psycopg.AsyncConnection[Any]:
+    """A connection of its own to `url`, LISTENing on CHANNEL. With the URL's registered
+    credentials, if they rotate: a refused login asks for fresh ones once, a provider that
+    fails is a connection error like any other."""
+    conn = await connect_to(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    try:
+        await conn.execute(f"LISTEN {CHANNEL}")
+    except BaseException:
+        with contextlib.suppress(psycopg.Error):
+            await conn.close()
+        raise
+    return conn
+
+
+def renewal_delay(url: str) -> float | None:
+    """Seconds until a LISTEN connection to `url` opened just now must be renewed, or None
+    if its credentials have no known end (none registered, or no expiry given)."""
+    credentials = for_url(url)
+    return credentials.lifetime() if credentials is not None else None
 
 
 class Listener:
@@ -34,10 +80,13 @@ class Listener:
         on_event: Callable[[dict[str, Any]], None],
         *,
         on_reconnect: Callable[[], None] | None = None,
+        renew: bool = True,
     ) -> None:
         self.url = url
         self.on_event = on_event
         self.on_reconnect = on_reconnect
+        self.renew = renew
+        self.renewals = 0  # connections replaced before their credentials' end
         self._listening = asyncio.Event()
         self._conn: psycopg.AsyncConnection[Any] | None = None
 
@@ -53,16 +102,18 @@ class Listener:
         reconnecting = False
         while True:
             try:
-                # With the URL's registered credentials, if they rotate (a refused login
-                # asks for fresh ones once; a provider that fails is a connection error).
-                self._conn = await connect_to(self.url, autocommit=True, connect_timeout=5)
-                await self._conn.execute(f"LISTEN {CHANNEL}")
+                self._conn = await open_listening(self.url)
                 self._listening.set()
-                if reconnecting and self.on_reconnect is not None:
-                    self.on_reconnect()
+                if reconnecting:
+                    self._reconnected()
                 delay = 0.05
-                async for notify in self._conn.notifies():
-                    self._dispatch(notify.payload)
+                renew_at = self._renew_at()
+                while True:
+                    await self._hear(None if renew_at is None else renew_at - time.monotonic())
+                    renewed = await self._renewed()
+                    # A renewal that failed is tried again soon: the current connection's
+                    # credentials end all the same.
+                    renew_at = self._renew_at() if renewed else time.monotonic() + RETRY_RENEW
             except psycopg.OperationalError as exc:
                 log.warning(
                     "LISTEN connection lost, reconnecting",
@@ -84,6 +135,50 @@ class Listener:
                 self._listening.clear()
                 await self._close_conn()
             reconnecting = True
+
+    def _renew_at(self) -> float | None:
+        """When (monotonic) the connection opened just now must be renewed; None: never."""
+        delay = renewal_delay(self.url) if self.renew else None
+        return None if delay is None else time.monotonic() + delay
+
+    async def _hear(self, seconds: float | None) -> None:
+        """Hand on the current connection's NOTIFYs for `seconds` (None: until it fails)."""
+        assert self._conn is not None
+        timeout = None if seconds is None else max(0.0, seconds)
+        async for notify in self._conn.notifies(timeout=timeout):
+            self._dispatch(notify.payload)
+
+    async def _renewed(self) -> bool:
+        """Replace the current connection with one opened now, with fresh credentials;
+        False if that failed (the current one goes on listening)."""
+        try:
+            fresh = await open_listening(self.url)
+        except psycopg.Error as exc:
+            log.warning(
+                "could not renew the LISTEN connection; retrying",
+                extra=fields(error=str(exc).strip(), retry_in=RETRY_RENEW),
+            )
+            return False
+        old, self._conn = self._conn, fresh
+        assert old is not None
+        try:
+            # What the old connection received before the fresh one listened. (It also
+            # received what came since, which the fresh one hands on too.)
+            async for notify in old.notifies(timeout=0):
+                self._dispatch(notify.payload)
+        except psycopg.Error:
+            pass  # it is being replaced: what it missed, on_reconnect recovers
+        finally:
+            with contextlib.suppress(psycopg.Error):
+                await old.close()
+        self.renewals += 1
+        log.info("LISTEN connection renewed before its credentials expire")
+        self._reconnected()
+        return True
+
+    def _reconnected(self) -> None:
+        if self.on_reconnect is not None:
+            self.on_reconnect()
 
     def _dispatch(self, payload: str) -> None:
         try:

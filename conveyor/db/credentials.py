@@ -10,8 +10,8 @@ a string, or a mapping)::
 The URL (CONVEYOR_DATABASE_URL) supplies everything else; what the provider returns wins.
 A provider takes no argument, or one: the URL's parameters as a dict without the password
 (`host`, `port`, `user`, `dbname`, ...), which is what a cloud's token is signed for.
-Every new connection, pooled or not (the pool, its outage probe, the LISTEN connection),
-goes through `Credentials.connect`:
+Every new connection, pooled or not (the pool, its outage probe, every LISTEN connection:
+`conveyor.listener.open_listening`), goes through `Credentials.connect`:
 
 * the provider is called (at most `timeout` seconds: one that raises or hangs gives a
   `CredentialsUnavailable`, a connection error like any other, so the pool's outage gate
@@ -20,10 +20,11 @@ goes through `Credentials.connect`:
   probe does not call a cloud API for each attempt;
 * a refused authentication asks the provider again, bypassing that reuse, and retries once:
   a password rotated a moment ago costs one extra round trip, not an outage;
-* `lifetime()` says how long the parameters last, and the pool keeps `max_lifetime` below
-  it, so that no pooled connection outlives its token.
+* `lifetime()` says how long the parameters last: the pool keeps `max_lifetime` below it,
+  and the listeners renew their LISTEN connection at it (`conveyor.listener.renewal_delay`),
+  so that no connection outlives its token.
 
-A process knows its providers by URL (`register`): the LISTEN connection is opened from the
+A process knows its providers by URL (`register`): LISTEN connections are opened from the
 URL alone, by code that has no App at hand.
 
 The built-in providers (`lakebase`, `rds_iam`, `entra`) are a few lines over each cloud's

@@ -145,7 +145,7 @@ class Database:
         self.credentials = credentials
         self.max_lifetime = max_lifetime
         if credentials is not None:
-            register(url, credentials)  # for the LISTEN connection, opened from the URL
+            register(url, credentials)  # for LISTEN connections, opened from the URL
         self.statement_timeout = statement_timeout
         self.answer_timeout = statement_timeout + GRACE
         self.connect_timeout = max(2, round(min(statement_timeout, 10.0)))

@@ -22,6 +22,11 @@ connection and is tried again a second later; if the old connection dies meanwhi
 listener's own reconnection tells the clients to refresh, as after any outage.
 
 Without a provider, or with one that gives no expiry, the connection is never replaced.
+
+The schedule and the connections are conveyor.listener's (`renewal_delay`, `Listener`,
+whose `open_listening` opens every LISTEN connection): this adds only the exactness. Its
+feeds do not renew themselves (`renew=False`); other listeners, the workers', renew more
+simply, since a NOTIFY they miss costs them nothing (see conveyor.listener).
 """
 
 from __future__ import annotations
@@ -35,8 +40,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conveyor.db.credentials import for_url
-from conveyor.listener import Listener
+from conveyor.listener import Listener, renewal_delay
 from conveyor.log import fields
 
 log = logging.getLogger(__name__)
@@ -120,13 +124,15 @@ class RenewingListener:
             if feed.task.done():
                 feed.task.result()  # a listener never ends by itself: raise what ended it
         self._listening.set()
-        credentials = for_url(self.url)
-        return credentials.lifetime() if credentials is not None else None
+        return renewal_delay(self.url)
 
     def _start(self, *, live: bool) -> _Feed:
         feed = _Feed(live=live)
         feed.listener = Listener(
-            self.url, lambda event: self._heard(feed, event), on_reconnect=self.on_reconnect
+            self.url,
+            lambda event: self._heard(feed, event),
+            on_reconnect=self.on_reconnect,
+            renew=False,  # this hands over instead
         )
         feed.task = asyncio.ensure_future(feed.listener.run())
         return feed

@@ -17,6 +17,10 @@ def probe(url: str, port: int, pgdata: Path) -> str | None:
     except ImportError as exc:  # pragma: no cover - a base dependency
         raise EmbeddedPostgresError("the embedded PostgreSQL needs psycopg") from exc
     try:
+        # A plain connection, not one through conveyor.db.credentials: the URL is the one
+        # this server was made with, its password included, and rotating credentials are
+        # refused without a server of one's own (App: "credentials are for a server of
+        # your own"), so no provider can apply here.
         with psycopg.connect(url, connect_timeout=2, autocommit=True) as conn:
             row = conn.execute("select current_setting('data_directory')").fetchone()
     except psycopg.Error as exc:
