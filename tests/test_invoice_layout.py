@@ -981,3 +981,107 @@ def test_a_block_set_flush_right_under_its_heading_and_a_created_date() -> None:
     assert isinstance(data, dict)
     assert data["customer"]["name"] == "Umbrella Corp."
     assert data["issue_date"] == "2018-01-01"
+
+
+def test_a_legal_form_names_a_business_only_after_a_word_of_letters() -> None:
+    from conveyor.agents.legal_forms import name_forms
+
+    # "AB" (Swedish) ends Dutch postcodes: "1012 AB Amsterdam" is an address line.
+    assert name_forms("1012 AB Amsterdam") == []
+    assert [m.group(0) for m in name_forms("Lumen Design B.V.")] == ["B.V."]
+    data = read(
+        [
+            (40, 40, "Lumen Design B.V.", 14),
+            (40, 58, "Hoofdstraat 82"),
+            (40, 70, "1012 AB Amsterdam"),
+            (380, 40, "Factuur", 16),
+            (380, 70, "Factuurnummer"),
+            (480, 70, "2024-723"),
+            (40, 150, "Factuur aan"),
+            (40, 163, "Bergmann Trading N.V."),
+            (40, 175, "Kanaalstraat 52"),
+            (40, 187, "3011 AB Rotterdam"),
+            (40, 250, "Omschrijving"),
+            (300, 250, "Aantal"),
+            (380, 250, "Prijs"),
+            (500, 250, "Bedrag"),
+            (40, 268, "Advieswerk"),
+            (300, 268, "2"),
+            (380, 268, "100,00"),
+            (500, 268, "200,00"),
+            (380, 300, "Totaal"),
+            (500, 300, "200,00 €"),
+        ]
+    )["data"]
+    assert isinstance(data, dict)
+    assert data["vendor"]["name"] == "Lumen Design B.V."
+    assert data["customer"]["name"] == "Bergmann Trading N.V."
+
+
+def test_day_month_year_with_spanish_de_and_ordinal_marks() -> None:
+    for text, want in (
+        ("1 de mayo de 2025", datetime.date(2025, 5, 1)),
+        ("3 de marzo del 2024", datetime.date(2024, 3, 3)),
+        ("1° settembre 2025", datetime.date(2025, 9, 1)),
+        ("1º de enero de 2026", datetime.date(2026, 1, 1)),
+    ):
+        assert [t.date for t in dates_in(text)] == [want], text
+    assert dates_in("12 de 2024") == []
+
+
+def test_an_invoice_word_and_a_number_sign_in_either_order_and_any_language() -> None:
+    for text in (
+        "Factura N.º",
+        "N.º de factura",
+        "Rg.-Nr.",
+        "Réf. facture",
+        "Numero della fattura",
+        "Invoice Ref",
+        "Document ID",
+    ):
+        found = field_label(text)
+        assert found == ("number", len(text)), text
+    assert field_label("Bill to") is None and field_label("Inventory") is None
+
+
+def test_pay_before_and_payment_date_labels_are_due_dates() -> None:
+    for text in (
+        "À payer avant le",
+        "A régler avant le",
+        "Date limite de paiement",
+        "Uiterste betaaldatum",
+        "Fecha límite de pago",
+        "Pagamento entro",
+        "Vence",
+        "Zahlungsdatum",
+        "Payment date",
+    ):
+        assert field_label(text) == ("due", len(text)), text
+    out = read(
+        [
+            (40, 40, "Nordlicht Conseil SAS", 14),
+            (40, 58, "38 rue Garibaldi, 75011 Paris"),
+            (40, 100, "FACTURE", 16),
+            (330, 140, "N° de facture: 2020-565"),
+            (330, 154, "Date d'émission: 17/08/2025"),
+            (330, 168, "À payer avant le: 31/08/2025"),
+            (380, 230, "Total TTC"),
+            (500, 230, "120,00 €"),
+        ]
+    )["data"]
+    assert isinstance(out, dict)
+    assert (out["issue_date"], out["due_date"]) == ("2025-08-17", "2025-08-31")
+
+
+def test_buyer_headings_an_invoice_to_in_any_language_and_dotted_quantity_headers() -> None:
+    from conveyor.agents.invoice_columns import column_kind
+    from conveyor.agents.invoice_labels import party_heading
+
+    for text in ("An", "Aan:", "Rechnung an", "Factuur aan", "Fatturare a", "Datos del cliente"):
+        assert party_heading(text) == ("buyer", len(text.rstrip(":"))), text
+    assert party_heading("Customer details") == ("buyer", 16)
+    # the title is no heading: "Factura" must not read as "Factur" + "a"
+    for title in ("Factura", "Fattura", "Angebot", "An die Firma"):
+        assert party_heading(title) is None, title
+    for header in ("Q.tà", "Q.ty", "Uds.", "Stk.", "pcs"):
+        assert column_kind(header) == "quantity", header

@@ -36,6 +36,20 @@ def fold(text: str) -> str:
 
 _END = r"(?![a-z])"  # a label ends where its word does: "ust" is not "ustensile"
 
+# An invoice's number is labelled by a word for the document and a sign for "number",
+# in either order and in any of the languages: "Factura N.º", "N.º de factura", "Rg.-Nr.",
+# "Réf. facture", "Numero della fattura". One pattern for all their combinations, beside
+# the fixed phrases below.
+_DOCUMENT_WORD = (
+    r"(?:invoice|inv|bill|rechnungs?|rg|beleg|facture|factura|fattura|factuur|faktura|"
+    r"faktury|laskun?|statement|receipt|document)"
+)
+_NUMBER_SIGN = r"(?:n\s*\.?\s*[o°º]|no|nr|nro|num|numero|number|nummer|numer|ref|#|id)\.?"
+_NUMBERED = [
+    _DOCUMENT_WORD + r"\s*\.?\s*-?\s*" + _NUMBER_SIGN,
+    _NUMBER_SIGN + r"\s*(?:(?:de|del|della|di|van|of)\s+)?(?:(?:la|het|the)\s+)?" + _DOCUMENT_WORD,
+]
+
 # What a value behind each label is. Kinds starting with "-" are labels that must not be
 # read as their neighbours' (an order date is not the invoice date).
 FIELD_LABELS: dict[str, list[str]] = {
@@ -57,6 +71,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"fattura\s*(?:n°|nº|n\.|no|numero|num)\.?",
         r"faktura\s*(?:nr|no|numer|c|cislo)\.?",
         r"laskun?\s*(?:nro|numero)\.?",
+        *_NUMBERED,
     ],
     "weak_number": [r"(?:nr|no|nummer|number|numero|n°|nº)\.?"],
     # Read only when no number is labelled: "Reference: MG2022" on an invoice is its number.
@@ -117,6 +132,16 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"vencimiento",
         r"data\s*(?:di\s*)?scadenza",
         r"scadenza",
+        # "to pay before" and "payment date / deadline", in each language.
+        r"(?:a\s*)?(?:payer|regler|pagar|betalen|zahlen)\s*(?:avant|au\s*plus\s*tard|antes|voor|bis)"
+        r"(?:\s*(?:le|del|de|el|zum))?",
+        r"payable\s*(?:avant|before|by|until)(?:\s*le)?",
+        r"pagamento\s*entro(?:\s*il)?",
+        r"(?:date|fecha|data)\s*limite(?:\s*(?:de|di)\s*(?:paiement|reglement|pago|pagamento))?",
+        r"(?:date|fecha|data)\s*(?:de|di|du)?\s*(?:paiement|reglement|pago|pagamento)",
+        r"(?:payment|zahlungs|betaal)\s*-?\s*(?:date|datum|termin)",
+        r"uiterste\s*betaal\s*-?\s*datum",
+        r"vence(?:\s*el)?",
     ],
     "-date": [
         r"(?:order|delivery|ship\w*|service|po|purchase\s*order|performance)\s*date",
@@ -346,6 +371,7 @@ PARTY_HEADINGS: dict[str, list[str]] = {
     ],
     "buyer": [
         r"(?:customer|client|buyer)\s*name",
+        r"(?:customer|client|buyer)\s*(?:details|information|info)",
         r"kunden\s*-?\s*name",
         r"nom\s*du\s*client",
         r"naam\s*(?:van\s*de\s*)?klant",
@@ -384,6 +410,14 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"intestatario",
         r"destinataire",
         r"to(?=\s*:)",
+        # "An" / "Aan" alone over an address block, and "<invoice> to" in any language:
+        # "Rechnung an", "Factuur aan", "Fatturare a", "Facturado a".
+        r"aa?n(?=\s*:?\s*$)",
+        r"(?:factur\w*|fattur\w*|factuur|rechnung|bill\w*|invoice\w*)\s+(?:to|a|aan|an|al|para)(?![a-z])",
+        r"adresse?e?\s*a(?![a-z])",
+        # "Datos del cliente", "Dati del cliente", "Customer details", "Klantgegevens".
+        r"(?:datos|dati|donnees|coordonnees)\s*(?:du|del|de|dello)?\s*(?:client|cliente|acheteur)",
+        r"(?:klant|kunden)\s*-?\s*(?:gegevens|daten)",
         r"sr(?:es|a)?\.?\s*\(\s*(?:s|es)\s*\)",  # "Sr.(s):", "Sres.(es)", letters to one or more
         r"senor(?:es|a)?",
         r"spett\.?\s*le",

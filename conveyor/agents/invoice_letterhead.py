@@ -31,7 +31,7 @@ from conveyor.agents.invoice_marks import (
     segments,
 )
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.legal_forms import LEGAL_FORM
+from conveyor.agents.legal_forms import LEGAL_FORM, name_forms
 from conveyor.documents.layout import Cell
 
 
@@ -66,7 +66,7 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
             if TAX_ID.match(fold(name)) or (" " not in name and ADDRESS.search(name)):
                 continue  # "CUIT 30-...", "COD.01": an identifier or a code, not the name
             # A legal form ends a name: "Company Town, ST 12345" starts with one, names none.
-            forms = [form for form in LEGAL_FORM.finditer(name) if form.start() > 0]
+            forms = name_forms(name)
             legal = forms[-1] if forms else None
             if not legal and (ADDRESS.match(name) or POSTCODE.search(name)):
                 continue  # "8636 Sentinel Place", "60486 Frankfurt": an address, no name

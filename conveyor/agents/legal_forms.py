@@ -82,6 +82,15 @@ _WHOLE = re.compile(r"(?:" + _ANY + r")", re.IGNORECASE)
 _ALSO_WORDS = frozenset({"as", "company", "se", "ab", "cv"})
 
 
+_A_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def name_forms(text: str) -> list[re.Match[str]]:
+    """The legal forms in `text` that end a name: each after a word of letters. "1012 AB
+    Amsterdam" holds the Swedish "AB", but after a postcode, not after a name."""
+    return [form for form in LEGAL_FORM.finditer(text) if _A_WORD.search(text[: form.start()])]
+
+
 def is_legal_form(words: str) -> bool:
     """Whether `words`, whole, is a legal form and not also an ordinary word: the test
     for a name's last word in running text ("Acme Holdings, Inc.", "Globex S.p.A.")."""

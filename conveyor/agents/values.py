@@ -146,10 +146,13 @@ DATE_PATTERNS = (
     ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b")),
     ("mdy", re.compile(rf"\b{_MONTH}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s*,?\s+(?P<y>\d{{4}})\b")),
+    # Day, month, year with what languages put between them: an ordinal mark ("1er",
+    # "1°", "3rd") and Spanish "de"/"del" ("1 de mayo de 2025").
     (
         "dmy",
         re.compile(
-            rf"\b(?P<d>\d{{1,2}})(?:\.|er|st|nd|rd|th)?[\s-]+{_MONTH},?[\s-]+(?P<y>\d{{4}})\b"
+            rf"\b(?P<d>\d{{1,2}})(?:\.|er|st|nd|rd|th|°|º)?(?:[\s-]+del?)?[\s-]+{_MONTH},?"
+            rf"(?:[\s-]+del?)?[\s-]+(?P<y>\d{{4}})\b"
         ),
     ),
 )
