@@ -23,10 +23,11 @@ from typing import Any, LiteralString
 
 from conveyor import queue
 from conveyor.db.pool import Connection
+from conveyor.errors import TaskNotFound
 from conveyor.sql import query
 
 #: The fragments of sql/metrics.sql: a statement says `{name}` where one goes.
-FRAGMENTS = ("in_span", "created_in_range")
+FRAGMENTS = ("cost_groups", "in_span", "created_in_range")  # in order: one holds another
 
 
 @cache
@@ -61,7 +62,8 @@ HOURLY_SERIES_LIMIT = timedelta(days=2)
 
 @dataclass(frozen=True)
 class Filters:
-    """What the numbers are about; None means no filter. `tenant` "" means no tenant."""
+    """What the numbers are about; None means no filter. `tenant` "" means no tenant;
+    `root` is the id of a task nobody spawned: its tree's tasks only (costs only)."""
 
     since: datetime | None = None
     until: datetime | None = None
@@ -69,6 +71,7 @@ class Filters:
     tenant: str | None = None
     status: str | None = None
     model: str | None = None
+    root: int | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -142,6 +145,7 @@ def _params(filters: Filters, span: Span, **extra: Any) -> dict[str, Any]:
         "tenant": filters.tenant,
         "status": filters.status,
         "model": filters.model,
+        "root": filters.root,
         **extra,
     }
 
@@ -362,15 +366,25 @@ def parse_group_by(text: str | None) -> list[str]:
     return keys
 
 
+class NotARoot(ValueError):
+    """A tree's costs were asked of a task that is a child in another tree."""
+
+
 async def costs(conn: Connection, filters: Filters, group_by: Sequence[str]) -> dict[str, Any]:
     """Cost per group of tasks, from the attempts (LLM + compute), so retries are charged
-    to the task that caused them; `status` is the task's. Grouping or filtering by model
-    reads the attempt rows (the rollups have no model); everything else reads the rollups."""
+    to the task that caused them; `status` is the task's. Grouping or filtering by model,
+    or one tree (`root`), reads the attempt rows (the rollups have neither models nor
+    trees); everything else reads the rollups. Every task's cost is its own attempts',
+    counted once, in its own groups: a child's under its own agent, not its parent's.
+    Raises TaskNotFound for a root that is no task, NotARoot for one that is a child."""
     span = Span.of(filters.since, filters.until)
     groups = {f"by_{key}": key in group_by for key in GROUP_KEYS}
     params = _params(filters, span, **groups)
-    if "model" in group_by or filters.model is not None:
-        rows, totals = await _costs_from_rows(conn, params, group_by)
+    if filters.root is not None:
+        await _check_root(conn, filters.root)
+        rows, totals = await _costs_from_rows(conn, params, group_by, Q.costs_of_tree)
+    elif "model" in group_by or filters.model is not None:
+        rows, totals = await _costs_from_rows(conn, params, group_by, Q.costs_by_model)
     else:
         rows, totals = await _costs_from_rollups(conn, params, group_by)
     return {
@@ -446,13 +460,24 @@ async def _costs_from_rollups(
     return rows, _money_row({}, total, m / 1e6 if m is not None else None)
 
 
+async def _check_root(conn: Connection, task_id: int) -> None:
+    row = await (await conn.execute(Q.tree_root, {"id": task_id})).fetchone()
+    if row is None:
+        raise TaskNotFound(task_id)
+    if row["root_id"] is not None:
+        raise NotARoot(
+            f"root: task {task_id} is a child in the tree of task {row['root_id']}; "
+            f"ask root={row['root_id']} for the whole tree"
+        )
+
+
 async def _costs_from_rows(
-    conn: Connection, params: dict[str, Any], group_by: Sequence[str]
+    conn: Connection, params: dict[str, Any], group_by: Sequence[str], statement: LiteralString
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     async with conn.transaction():
         # A large plan would be JIT-compiled first, which costs more than it saves here.
         await conn.execute("SET LOCAL jit = off")
-        result = await (await conn.execute(Q.costs_by_model, params)).fetchall()
+        result = await (await conn.execute(statement, params)).fetchall()
     rows, totals = [], None
     for row in sorted(result, key=lambda r: _sort_key(_key(r, group_by))):
         if row["is_total"]:
@@ -490,6 +515,49 @@ def csv_lines(report: Mapping[str, Any]) -> Iterable[list[str]]:
     yield columns
     for row in report["rows"]:
         yield ["" if row.get(c) is None else str(row[c]) for c in columns]
+
+
+# ---------------------------------------------------------------------------------------
+# The usage of listed tasks and of their trees
+
+
+def _usage(tokens_in: Any, tokens_out: Any, llm: Any, compute: Any) -> dict[str, Any]:
+    return {
+        "input_tokens": int(tokens_in),
+        "output_tokens": int(tokens_out),
+        "llm_usd": _usd(llm),
+        "compute_usd": _usd(compute),
+        "total_usd": _usd(_num(llm) + _num(compute)),
+    }
+
+
+async def task_usage(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """For each task of `ids` (a page of a listing): its parent and root, its children's
+    progress (None without children), the usage and cost of its own attempts (`cost`) and
+    of its tree (`tree_cost`: its own and all its descendants'; the same as `cost` for a
+    task without children). Tasks that are no more are left out."""
+    if not ids:
+        return {}
+    rows = await (await conn.execute(Q.tasks_usage, {"ids": list(ids)})).fetchall()
+    out: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        own = (r["input_tokens"], r["output_tokens"], r["llm_usd"], r["compute_usd"])
+        below = (
+            r["below_input_tokens"],
+            r["below_output_tokens"],
+            r["below_llm_usd"],
+            r["below_compute_usd"],
+        )
+        out[r["id"]] = {
+            "parent_id": r["parent_id"],
+            "root_id": r["root_id"],
+            "children": {k: r[k] for k in ("total", "done", "failed", "running", "queued")}
+            if r["total"]
+            else None,
+            "cost": _usage(*own),
+            "tree_cost": _usage(*(a + b for a, b in zip(own, below, strict=True))),
+        }
+    return out
 
 
 # ---------------------------------------------------------------------------------------

@@ -98,6 +98,47 @@ async def test_a_parents_progress_shows_in_the_api_and_moves_on_its_page(
     )
 
 
+async def test_the_dashboards_task_list_shows_a_parents_progress_live(app: App, page: Page) -> None:
+    gates = app.gates  # type: ignore[attr-defined]
+    parent = await app.enqueue_async("whole", {})
+    async with (
+        Running(Worker(app, concurrency=4)),
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+    ):
+
+        async def running() -> bool:
+            body = (await client.get(f"/api/tasks/{parent}")).json()
+            return bool(body["children"]["running"] == 3)
+
+        await wait_for(running, timeout=30, what="three children running")
+        # Filtered to the parent's agent, and polling practically off: the children's
+        # events, of another agent, must still move the parent's row, over the stream.
+        await page.goto(f"{url}/?poll=3600&agent=whole")
+        await expect(page.locator("#live")).to_have_attribute("data-state", "live")
+        progress = page.locator(f'#recent tr[data-task="{parent}"] td.children')
+        await expect(progress).to_have_text("0 / 3")
+        await expect(page.locator("#recent tbody tr")).to_have_count(1)  # no child listed
+        gates["a"].set()
+        await expect(progress).to_have_text("1 / 3", timeout=5_000)
+        gates["b"].set()
+        await expect(progress).to_have_text("2 / 3", timeout=5_000)
+        gates["c"].set()
+        await wait_for(lambda: _completed(app, parent), timeout=30, what="the parent completed")
+        await expect(progress).to_have_text("3 / 3", timeout=5_000)
+        row = page.locator(f'#recent tr[data-task="{parent}"]')
+        await expect(row).to_have_attribute("data-status", "completed")
+
+        # Unfiltered, the children are listed too, each naming its parent.
+        await page.goto(f"{url}/?poll=3600")
+        children = page.locator("#recent td.children a.parent")
+        await expect(children).to_have_count(3)
+        await expect(children.first).to_have_text(f"of #{parent}")
+        await children.first.click()
+        await page.wait_for_url(f"{url}/tasks/{parent}")
+        await expect(page.locator("#task-children")).to_contain_text("3 / 3 done")
+
+
 async def _completed(app: App, task_id: int) -> bool:
     return (await app.get_task_async(task_id)).status == TaskStatus.COMPLETED
 

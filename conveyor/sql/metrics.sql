@@ -162,21 +162,22 @@ WHERE {created_in_range}
   AND (%(status)s::text IS NULL OR t.status = %(status)s)
 GROUP BY 1, 2, 3, 4;
 
--- name: costs_by_model
--- Costs per model are per attempt, which the rollups do not keep: read from the rows.
--- Tasks come by the BRIN index on created_at, and each task's attempts by (task_id,
--- attempt) in a LATERAL subquery: index probes for the tasks in range, rather than a hash
--- join that reads all the attempts. A task counts once in each model's group it spent in;
--- tasks without attempts are in no group. The history of pruned tasks is not here.
--- GROUPING SETS add the totals row.
-WITH per_task AS (
+-- name: cost_groups
+-- A fragment: the end of a statement that costs tasks from their attempt rows, after a CTE
+-- `chosen` of the tasks (with attempts) to cost. Costs per model are per attempt, which the
+-- rollups do not keep. Each task's attempts come by (task_id, attempt) in a LATERAL
+-- subquery: index probes for the chosen tasks, rather than a hash join that reads all the
+-- attempts. A task counts once in each model's group it spent in; tasks without attempts
+-- are in no group. The history of pruned tasks is not here. GROUPING SETS add the totals
+-- row.
+per_task AS (
     -- One row per task, or per task and model when grouped by model.
     SELECT CASE WHEN %(by_agent)s THEN t.agent END AS agent,
            CASE WHEN %(by_tenant)s THEN coalesce(t.tenant, '') END AS tenant,
            CASE WHEN %(by_day)s THEN date_trunc('day', t.created_at, 'UTC') END AS day,
            CASE WHEN %(by_status)s THEN t.status END AS status,
            u.model, u.attempts, u.input_tokens, u.output_tokens, u.llm_usd, u.compute_usd
-    FROM tasks t
+    FROM chosen t
     CROSS JOIN LATERAL (
         SELECT CASE WHEN %(by_model)s THEN a.model END AS model, count(*) AS attempts,
                coalesce(sum(a.input_tokens), 0) AS input_tokens,
@@ -188,8 +189,7 @@ WITH per_task AS (
           AND (%(model)s::text IS NULL OR a.model = %(model)s)
         GROUP BY 1
     ) u
-    WHERE t.attempts > 0
-      AND {created_in_range}
+    WHERE {created_in_range}
       AND (%(agent)s::text IS NULL OR t.agent = %(agent)s)
       AND (%(tenant)s::text IS NULL OR coalesce(t.tenant, '') = %(tenant)s)
       AND (%(status)s::text IS NULL OR t.status = %(status)s)
@@ -202,6 +202,89 @@ SELECT agent, tenant, day, status, model, grouping(agent, tenant, day, status, m
        percentile_cont(0.5) WITHIN GROUP (ORDER BY llm_usd + compute_usd) AS median_task_usd
 FROM per_task
 GROUP BY GROUPING SETS ((agent, tenant, day, status, model), ());
+
+-- name: costs_by_model
+-- Costs grouped or filtered by model: the tasks of the range, by the BRIN index on
+-- created_at (the range is cost_groups' condition); `chosen` is inlined, not materialised.
+WITH chosen AS (
+    SELECT id, agent, tenant, status, created_at FROM tasks WHERE attempts > 0
+), {cost_groups}
+
+-- name: costs_of_tree
+-- Costs of one tree (GET /api/costs?root=R): the root R and every task whose root_id is R
+-- (tasks_root_idx), so a document's cost is its own attempts' and all its chunks', each
+-- in the groups of its own agent, tenant and status. Two index lookups, not an OR that
+-- no index serves.
+WITH chosen AS (
+    SELECT id, agent, tenant, status, created_at
+    FROM tasks
+    WHERE id = %(root)s AND attempts > 0
+    UNION ALL
+    SELECT id, agent, tenant, status, created_at
+    FROM tasks
+    WHERE root_id = %(root)s AND attempts > 0
+), {cost_groups}
+
+-- name: tree_root
+-- Whether a task exists and, when it is a child, the root of its tree.
+SELECT id, root_id FROM tasks WHERE id = %(id)s;
+
+-- name: tasks_usage
+-- For the tasks named (a page of GET /api/tasks: at most 500): the usage and cost of each
+-- one's own attempts, its children's progress, and the usage of its descendants, whose sum
+-- with its own is its tree's (a document's cost is its own and its chunks'). Index probes
+-- only, per task: its attempts by (task_id, attempt), its children by tasks_children_idx,
+-- and, only for a task with children, its descendants: by tasks_root_idx when it is a root
+-- (the usual parent: a document and its chunks), by a walk down parent_id when it is a
+-- child itself (a child's id is above its parent's, so the walk ends).
+WITH page AS (
+    SELECT DISTINCT unnest(%(ids)s::bigint[]) AS id
+)
+SELECT t.id, t.parent_id, t.root_id,
+       kids.total, kids.done, kids.failed, kids.running, kids.queued,
+       own.input_tokens, own.output_tokens, own.llm_usd, own.compute_usd,
+       below.input_tokens AS below_input_tokens, below.output_tokens AS below_output_tokens,
+       below.llm_usd AS below_llm_usd, below.compute_usd AS below_compute_usd
+FROM page p
+JOIN tasks t ON t.id = p.id
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(a.input_tokens), 0)::bigint AS input_tokens,
+           coalesce(sum(a.output_tokens), 0)::bigint AS output_tokens,
+           coalesce(sum(a.llm_cost_usd), 0) AS llm_usd,
+           coalesce(sum(a.compute_cost_usd), 0) AS compute_usd
+    FROM task_attempts a
+    WHERE a.task_id = t.id AND t.attempts > 0
+) own
+CROSS JOIN LATERAL (
+    SELECT count(*)::int AS total,
+           count(*) FILTER (WHERE c.status = 'completed')::int AS done,
+           count(*) FILTER (WHERE c.status IN ('failed', 'cancelled'))::int AS failed,
+           count(*) FILTER (WHERE c.status = 'processing')::int AS running,
+           count(*) FILTER (WHERE c.status = 'enqueued')::int AS queued
+    FROM tasks c
+    WHERE c.parent_id = t.id
+) kids
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(a.input_tokens), 0)::bigint AS input_tokens,
+           coalesce(sum(a.output_tokens), 0)::bigint AS output_tokens,
+           coalesce(sum(a.llm_cost_usd), 0) AS llm_usd,
+           coalesce(sum(a.compute_cost_usd), 0) AS compute_usd
+    FROM task_attempts a
+    WHERE kids.total > 0
+      AND a.task_id IN (
+          SELECT d.id FROM tasks d WHERE t.root_id IS NULL AND d.root_id = t.id
+          UNION ALL
+          SELECT w.id
+          FROM (
+              WITH RECURSIVE down AS (
+                  SELECT c.id FROM tasks c WHERE t.root_id IS NOT NULL AND c.parent_id = t.id
+                  UNION ALL
+                  SELECT c.id FROM tasks c JOIN down ON c.parent_id = down.id
+              )
+              SELECT id FROM down
+          ) w
+      )
+) below;
 
 -- name: prometheus_rollups
 -- All history of finished tasks, per agent and status: the day rows only.

@@ -15,7 +15,7 @@ from fastapi import FastAPI, Query, Response, status
 from fastapi.responses import RedirectResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from conveyor import queue
+from conveyor import metrics, queue
 from conveyor.app import App
 from conveyor.errors import TaskNotFound
 from conveyor.queue import NewTask
@@ -127,7 +127,8 @@ def _routes(api: FastAPI, app: App) -> None:
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         cursor: Annotated[str | None, Query(max_length=40)] = None,
     ) -> TaskPage:
-        """Tasks, newest first, a page at a time; filters combine."""
+        """Tasks, newest first, a page at a time; filters combine. Each with its family:
+        its parent and root, its children's progress, its own cost and its tree's."""
         before = _cursor(cursor)
         async with app.connection() as conn:
             rows = await queue.list_tasks(
@@ -140,9 +141,16 @@ def _routes(api: FastAPI, app: App) -> None:
                 before_id=before,
                 limit=limit + 1,
             )
-        items = [TaskSummary.model_validate(r) for r in rows[:limit]]
+            # Read apart from the listing: index probes for this page's tasks only.
+            usage = await metrics.task_usage(conn, [r["id"] for r in rows[:limit]])
+        # A task pruned between the two reads is left out, as if listed a moment later.
+        items = [
+            TaskSummary.model_validate({**r, **usage[r["id"]]})
+            for r in rows[:limit]
+            if r["id"] in usage
+        ]
         more = len(rows) > limit
-        return TaskPage(items=items, next_cursor=str(items[-1].id) if more else None)
+        return TaskPage(items=items, next_cursor=str(rows[limit - 1]["id"]) if more else None)
 
     @api.get("/api/tasks/{task_id}", response_model=TaskOut, tags=["tasks"])
     async def get_task(task_id: str) -> TaskOut:

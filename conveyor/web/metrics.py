@@ -156,6 +156,7 @@ def _filters(
     tenant: str | None,
     status: TaskStatus | None,
     model: str | None = None,
+    root: int | None = None,
 ) -> Filters:
     if since is not None and until is not None and since >= until:
         raise ApiError(422, "invalid_request", "since must be before until")
@@ -166,6 +167,7 @@ def _filters(
         tenant=tenant,
         status=status.value if status is not None else None,
         model=model,
+        root=root,
     )
 
 
@@ -207,17 +209,31 @@ def router(app: App) -> APIRouter:
         status: TaskStatus | None = None,
         tenant: TenantName = None,
         model: Annotated[Text | None, Query(max_length=200)] = None,
+        root: Annotated[
+            int | None,
+            Query(
+                ge=1,
+                le=2**63 - 1,
+                description="a task nobody spawned: the costs of its tree (it and all its "
+                "descendants) only",
+            ),
+        ] = None,
         format: Literal["json", "csv"] = "json",
     ) -> Any:
         """What tasks cost (LLM + compute, over all their attempts), grouped and filtered;
-        `status` is the task's. `format=csv` answers a CSV file with a header row."""
+        `status` is the task's. Each task is counted once, under its own agent, tenant and
+        status: a child's cost is in its own agent's row, never also in its parent's.
+        `root` keeps one tree. `format=csv` answers a CSV file with a header row."""
         try:
             keys = metrics.parse_group_by(group_by)
         except ValueError as exc:
             raise ApiError(422, "invalid_request", str(exc)) from None
-        filters = _filters(since, until, agent, tenant, status, model)
+        filters = _filters(since, until, agent, tenant, status, model, root)
         async with app.connection() as conn:
-            report = await metrics.costs(conn, filters, keys)
+            try:
+                report = await metrics.costs(conn, filters, keys)
+            except metrics.NotARoot as exc:
+                raise ApiError(422, "invalid_request", str(exc)) from None
         if format == "csv":
             out = io.StringIO()
             csv.writer(out, lineterminator="\n").writerows(metrics.csv_lines(report))

@@ -130,6 +130,24 @@ class TaskOut(_TaskFields):
         return cls.model_validate(record, from_attributes=True)
 
 
+class Usage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    llm_usd: float
+    compute_usd: float
+    total_usd: float
+
+
+class Progress(BaseModel):
+    """A parent's children by status: `done` completed, `failed` failed or cancelled."""
+
+    total: int
+    done: int
+    failed: int
+    running: int
+    queued: int
+
+
 class TaskSummary(BaseModel):
     id: int
     agent: str
@@ -140,6 +158,14 @@ class TaskSummary(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     error: str | None
+    parent_id: int | None = Field(description="the task that spawned it; null if none did")
+    root_id: int | None = Field(description="the top of its tree; null if nobody spawned it")
+    children: Progress | None = Field(description="its children's progress; null if none")
+    cost: Usage = Field(description="its own attempts' tokens and cost")
+    tree_cost: Usage = Field(
+        description="its own and all its descendants' (a document's and its chunks'); "
+        "the same as `cost` for a task without children"
+    )
 
 
 class TaskPage(BaseModel):

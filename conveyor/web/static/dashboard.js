@@ -211,20 +211,50 @@
 
   function badge(status) { return el("span", { class: `badge s-${status}` }, status); }
 
+  // A parent: its children done / total (failed ones said apart); a child: its parent.
+  function family(t) {
+    const c = t.children;
+    if (c) {
+      const fill = el("span", { class: c.failed ? "fill hot" : "fill" });
+      fill.style.width = `${Math.round((c.total ? (c.done + c.failed) / c.total : 1) * 100)}%`;
+      const text = `${count(c.done)} / ${count(c.total)}` + (c.failed ? ` · ${count(c.failed)} failed` : "");
+      return el("span", { class: "meter", title: `${c.running} running, ${c.queued} queued` },
+        el("span", { class: "track" }, fill), el("small", {}, text));
+    }
+    if (t.parent_id != null) return el("a", { href: `/tasks/${t.parent_id}`, class: "parent" }, `of #${t.parent_id}`);
+    return "";
+  }
+
+  function cost(t) {
+    const tree = t.tree_cost || {}, own = t.cost || {};
+    const title = t.children ? `its own ${usd(own.total_usd)}, with its children ${usd(tree.total_usd)}` : "";
+    return el("td", { class: "num cost", title }, usd(tree.total_usd));
+  }
+
   function taskRow(t) {
     return el("tr", { "data-task": t.id, "data-status": t.status },
       el("td", {}, el("a", { href: `/tasks/${t.id}` }, `#${t.id}`)),
       el("td", {}, t.agent),
       el("td", { class: "status" }, badge(t.status)),
+      el("td", { class: "children" }, family(t)),
       el("td", { class: "num" }, t.attempts),
+      cost(t),
       el("td", {}, when(t.created_at)),
       el("td", { class: "finished" }, when(t.finished_at)),
       el("td", { class: "err", title: t.error || "" }, (t.error || "").split("\n")[0]));
   }
 
   function renderRecent(items) {
+    // While a listed parent has children still to end, their events count for this table
+    // whatever the filters say (a child can be of another agent, or in another status).
+    const open = items.some((t) => t.children && t.children.done + t.children.failed < t.children.total);
+    if (open !== watchFamilies) {
+      watchFamilies = open;
+      const f = filters();
+      if (f.agent || f.status) connect();
+    }
     if (!items.length) {
-      recentBody.replaceChildren(el("tr", {}, el("td", { colspan: 7, class: "empty" }, "no tasks")));
+      recentBody.replaceChildren(el("tr", {}, el("td", { colspan: 9, class: "empty" }, "no tasks")));
       return;
     }
     recentBody.replaceChildren(...items.map(taskRow));
@@ -244,9 +274,9 @@
 
   // -- fetching ---------------------------------------------------------------------------------
 
-  let generation = 0;
+  let generation = 0, listGeneration = 0;
   async function refresh() {
-    const mine = ++generation;
+    const mine = ++generation, mineList = ++listGeneration;
     try {
       const [metrics, tasks] = await Promise.all([
         fetch(`/api/metrics?${query()}`).then(ok),
@@ -254,10 +284,21 @@
       ]);
       if (mine !== generation) return; // a newer read (other filters) overtook this one
       renderMetrics(metrics);
-      renderRecent(tasks.items || []);
+      if (mineList === listGeneration) renderRecent(tasks.items || []);
       body.dataset.updated = String(Date.now());
     } catch (err) {
       console.warn("dashboard: refresh failed", err);
+    }
+  }
+
+  // The table alone: for a child's event that the filters would not count in the numbers.
+  async function refreshList() {
+    const mine = ++listGeneration;
+    try {
+      const tasks = await fetch(`/api/tasks?${query({ limit: RECENT })}`).then(ok);
+      if (mine === listGeneration) renderRecent(tasks.items || []);
+    } catch (err) {
+      console.warn("dashboard: refresh of the tasks failed", err);
     }
   }
 
@@ -268,27 +309,38 @@
     return json;
   }
 
-  let pending = null;
+  let pending = null, pendingList = null;
   function soon() {
     if (pending) return;
     pending = setTimeout(() => { pending = null; refresh(); }, DEBOUNCE_MS);
   }
+  function soonList() {
+    if (pending || pendingList) return; // a whole refresh reads the table too
+    pendingList = setTimeout(() => { pendingList = null; refreshList(); }, DEBOUNCE_MS);
+  }
 
   // -- live: the event stream, and the indicator ---------------------------------------------
 
-  let source = null, lastHeard = 0;
+  let source = null, lastHeard = 0, watchFamilies = false;
+  // An event the filters select: the numbers may have moved.
+  function selected(data) {
+    const f = filters();
+    return (!f.agent || data.agent === f.agent) && (!f.status || data.status === f.status);
+  }
+
   function connect() {
     if (source) source.close();
     const f = filters(), params = new URLSearchParams();
-    if (f.agent) params.set("agent", f.agent);
-    if (f.status) params.set("status", f.status);
+    if (f.agent && !watchFamilies) params.set("agent", f.agent);
+    if (f.status && !watchFamilies) params.set("status", f.status);
     source = new EventSource(`/api/events?${params}`);
     source.onopen = () => { lastHeard = Date.now(); showState(); soon(); };
     source.onerror = () => showState(); // EventSource retries on its own
     source.addEventListener("task", (e) => {
       lastHeard = Date.now(); showState();
-      patchRow(JSON.parse(e.data));
-      soon();
+      const data = JSON.parse(e.data);
+      patchRow(data);
+      if (selected(data)) soon(); else soonList();
     });
     source.addEventListener("refresh", () => { lastHeard = Date.now(); showState(); soon(); });
     source.addEventListener("ping", () => { lastHeard = Date.now(); showState(); });
