@@ -20,7 +20,7 @@ from conveyor.agents.documents import (
 from conveyor.agents.grounding import Evidence
 from conveyor.agents.hybrid import extract_hybrid, merged, plan_for
 from conveyor.agents.llm import extract_llm, merge, overhead_tokens
-from conveyor.agents.regions import excerpt_of
+from conveyor.agents.regions import excerpt_of, regions
 from conveyor.documents.submit import submit_files
 from conveyor.documents.text import DocumentText, PageText, extract_text
 from conveyor.documents.types import Extraction, Invoice, make_extraction
@@ -495,3 +495,43 @@ def test_hybrid_takes_no_value_for_a_field_the_text_labels_nowhere() -> None:
     assert result.data["due_date"] is None
     assert result.data["total"] == truth["total"]  # labelled, printed there: taken
     assert any("the text labelling none" in n and "due_date" in n for n in result.notes)
+
+
+def test_hybrid_takes_no_date_from_a_sentence_that_names_the_field() -> None:
+    """A due-date label in running prose ("... on the due date 28.12.2025 from your
+    account ...", an instalment plan, a direct debit) is a word of the sentence, and a
+    label with no date by it says there is none: neither is a due date the model is asked
+    for, nor one taken from it, though the text prints the date."""
+    invoice = make_invoice(7)
+    page = extract_text(invoice.pdf).pages[0]
+    prose = (
+        "With a direct debit mandate we would collect on the due date 28.12.2025 "
+        "the amount from your account, as in every year before.\nDue date: see terms"
+    )
+    text = page.text.replace("Due date: 28.12.2025", prose)
+    document = DocumentText(
+        pages=[PageText(number=1, text=text, has_text_layer=True, chars=len(text))]
+    )
+    assert regions(document, ["due_date"]) == {}
+    truth = invoice.truth.model_dump(mode="json")
+    ours = {**json.loads(json.dumps(truth)), "due_date": None, "total": None}
+    fields = dict.fromkeys(["number", "issue_date", "vendor.name", "currency", "line_items"], 0.97)
+    offline = _extraction(ours, {**fields, "subtotal": 0.97, "tax": 0.97})
+    plan = plan_for("invoice", offline, document)
+    assert "total" in plan.ask and "due_date" not in plan.ask
+    plan.ask.append("due_date")  # as when the model reads the whole document
+    answer = _extraction(truth, dict.fromkeys(fields, 0.95))  # the model gives 2025-12-28
+    result = merged("invoice", offline, answer, plan, Evidence.of(text), "sim", document)
+    assert result.data["due_date"] is None
+    assert result.data["total"] == truth["total"]
+
+
+def test_a_date_under_its_label_in_a_header_row_is_a_region() -> None:
+    """Labels over a row of values (no colon, several labels on a line) keep their date."""
+    text = "Invoice Number Invoice Date Invoice Due Date Charges\n34278 6/18/2017 6/24/2017 $56.49"
+    document = DocumentText(
+        pages=[PageText(number=1, text=text, has_text_layer=True, chars=len(text))]
+    )
+    found = regions(document, ["due_date", "issue_date"])
+    assert "6/24/2017" in found["due_date"].text(document)
+    assert "6/18/2017" in found["issue_date"].text(document)

@@ -21,13 +21,13 @@
    schema and text, the rules' readings given as a first, unsure reading).
 4. The answers are merged: a vouched-for field keeps the rules' value; an empty one takes
    the model's, if the text prints it (`conveyor.agents.grounding`), and a date only if
-   the text prints it by one of its field's labels (BY_LABEL: a due date the model gives
-   for an invoice that labels none, or from beside another label, is not taken); where the
-   two
-   disagree on the amounts (line items, subtotal, tax, total), every combination of the
-   two readings is cross-checked and the one with the fewest failed checks wins (ties:
-   the rules' reading). Other disagreements keep the
-   rules' value: nothing but the arithmetic can say which of two printed values is right.
+   the text prints it as the value of one of its field's labels (BY_LABEL: a due date the
+   model gives for an invoice that labels none, from beside another label, or from a
+   sentence that names the field, is not taken; nor is a date field asked for at all where
+   no label of it has a date by it); where the two disagree on the amounts (line items,
+   subtotal, tax, total), every combination of the two readings is cross-checked and the
+   one with the fewest failed checks wins (ties: the rules' reading). Other disagreements
+   keep the rules' value: nothing but the arithmetic can say which of two printed values is right.
 
 Confidence: the rules' score for a field the rules gave; the LLM extractor's for a field
 the model gave (found, not printed, implicated by a check: `conveyor.agents.llm`).

@@ -9,7 +9,15 @@ found at the start of any word of a line, the longest label of any kind winning 
 rules ("Amount due" is a sum, not the "due" of a due date): the label's line, the line
 before it (a value printed above its label) and the next few (a value printed under it; a
 party's block), up to a line that carries a label of its own (another field's).
-The vendor's region is also the head of the first page, where a letterhead is. A field
+The vendor's region is also the head of the first page, where a letterhead is.
+
+The dates are told apart by their labels alone (an invoice prints several of the same
+form), so their regions hold only what the invoice rules would read as a label's value
+(`Labels.values`): a label that runs on into a sentence ("Fälligkeit 21.05.2018 den Beitrag
+... abbuchen") is a word of the sentence, not a label, and a value is a few words, on the
+label's line or a short line next to it; a region that then prints no date is none. So a
+date the rules found no label for, a paragraph that mentions it, or an instalment plan in
+prose, is not asked of the model, nor taken from it. A field
 whose labels the text does not print has no region (`conveyor.agents.hybrid` says what
 follows: not asked, or the whole text). Line items have no labels of their own: their
 region is the whole text.
@@ -23,9 +31,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from conveyor.agents.invoice_labels import field_label, party_heading, sum_label
+from conveyor.agents.values import dates_in
 from conveyor.documents.text import DocumentText, PageText
 
 Finder = Callable[[str], "tuple[str, int] | None"]
+
+# As the invoice rules read a label's value (conveyor.agents.invoice_fields): a value is a
+# few words; a label followed by more is a word of a sentence.
+VALUE_WORDS = 6
+
+
+def _prints_a_date(text: str) -> bool:
+    return bool(dates_in(text))
 
 
 @dataclass(frozen=True)
@@ -34,12 +51,16 @@ class Labels:
     kinds: frozenset[str]
     before: int = 1  # lines kept above a label's line
     after: int = 2  # and below it
+    # Values only (the module says why): the label not in a sentence, the lines next to
+    # it kept only while they are a value's few words, and the region kept only if it
+    # prints what `values` looks for.
+    values: Callable[[str], bool] | None = None
 
 
 LABELS: dict[str, tuple[Labels, ...]] = {
     "number": (Labels(field_label, frozenset({"number", "reference"})),),
-    "issue_date": (Labels(field_label, frozenset({"issue", "date"})),),
-    "due_date": (Labels(field_label, frozenset({"due"})),),
+    "issue_date": (Labels(field_label, frozenset({"issue", "date"}), values=_prints_a_date),),
+    "due_date": (Labels(field_label, frozenset({"due"}), values=_prints_a_date),),
     "subtotal": (Labels(sum_label, frozenset({"net", "lines"})),),
     "tax": (Labels(sum_label, frozenset({"tax"})),),
     "total": (Labels(sum_label, frozenset({"gross", "due"})),),
@@ -76,7 +97,10 @@ def regions(document: DocumentText, fields: Sequence[str]) -> dict[str, Region]:
             continue
         lines: set[tuple[int, int]] = set()
         for labels in LABELS.get(name, ()):
-            lines |= _around(pages, labels)
+            near = _around(pages, labels)
+            if labels.values is not None and not labels.values(_text_of(pages, near)):
+                continue  # labels without a value by them: the text does not print one
+            lines |= near
         if name == "vendor" and pages:
             head = pages[0].text.split("\n")[:HEAD_LINES]
             lines |= {(pages[0].number, i) for i in range(len(head))}
@@ -111,23 +135,62 @@ def _around(pages: Sequence[PageText], labels: Labels) -> set[tuple[int, int]]:
         text = page.text.split("\n")
         found = [_labels_on(line) for line in text]
         for i, on in enumerate(found):
-            if not any(f is labels.find and kind in labels.kinds for f, kind in on):
+            hits = [h for h in on if h.find is labels.find and h.kind in labels.kinds]
+            if labels.values is not None:
+                hits = [h for h in hits if not _in_a_sentence(text[i], h, on)]
+            if not hits:
                 continue
             lines.add((page.number, i))
             for j in range(i - 1, max(-1, i - labels.before - 1), -1):
-                if found[j]:
+                if found[j] or not _may_hold(labels, text[j]):
                     break
                 lines.add((page.number, j))
             for j in range(i + 1, min(len(text), i + labels.after + 1)):
-                if found[j]:
+                if found[j] or not _may_hold(labels, text[j]):
                     break
                 lines.add((page.number, j))
     return lines
 
 
-def _labels_on(line: str) -> list[tuple[Finder, str]]:
-    """The labels on a line, (finder, kind), each the longest starting at a word."""
-    out: list[tuple[Finder, str]] = []
+def _in_a_sentence(line: str, hit: Hit, on: Sequence[Hit]) -> bool:
+    """Whether a label runs on into a sentence: more words follow it on its line, other
+    labels' words apart (a header row of labels), than a value has."""
+    words, start = 0, hit.end
+    for other in sorted((h for h in on if h.start >= hit.end), key=lambda h: h.start):
+        words += len(line[start : other.start].split())
+        start = max(start, other.end)
+    words += len(line[start:].split())
+    return words > VALUE_WORDS
+
+
+def _may_hold(labels: Labels, line: str) -> bool:
+    """Whether a line next to a label may hold its value: any line, or for values only,
+    a value's few words (a line of prose under a label is not its value)."""
+    return labels.values is None or len(line.split()) <= VALUE_WORDS
+
+
+def _text_of(pages: Sequence[PageText], lines: set[tuple[int, int]]) -> str:
+    return "\n".join(
+        line
+        for page in pages
+        for i, line in enumerate(page.text.split("\n"))
+        if (page.number, i) in lines
+    )
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A label on a line: who found it, its kind, and where it starts and ends."""
+
+    find: Finder
+    kind: str
+    start: int
+    end: int
+
+
+def _labels_on(line: str) -> list[Hit]:
+    """The labels on a line, each the longest starting at a word."""
+    out: list[Hit] = []
     start = 0
     while start < len(line):
         if line[start].isspace():
@@ -139,7 +202,7 @@ def _labels_on(line: str) -> list[tuple[Finder, str]]:
             if hit is not None and (best is None or hit[1] > best[2]):
                 best = (find, hit[0], hit[1])
         if best is not None:
-            out.append((best[0], best[1]))
+            out.append(Hit(best[0], best[1], start, start + best[2]))
             start += max(1, best[2])
             continue
         while start < len(line) and not line[start].isspace():
