@@ -15,8 +15,9 @@ Real (this file run as a script): any OpenAI-compatible server, as it is, on the
 of ../shared/realdocs (their text-only copies: what the page prints, no embedded XML):
 
     python benchmarks/extract_llm.py --base-url http://127.0.0.1:8081/v1 \
-        [--model local] [--modes offline,hybrid,llm] [--every N [--start K]] [--limit N]
-        [--no-stream] [--json out.json]
+        [--model local] [--modes offline,hybrid,llm] [--every N [--start K]] [--skip N]
+        [--limit N] [--no-stream] [--json out.json]
+    python benchmarks/extract_llm.py --report a.json b.json ...   # runs reported together
 
 Each document is read as the `invoice` agent reads it, once per mode (offline: rules;
 llm: the model reads it all; hybrid: conveyor.agents.hybrid), scored field by field with
@@ -162,9 +163,7 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
     folder = args.corpus / "text-only"
     langs = realdocs.languages(args.corpus)
     held_out = realdocs.held_out_sources(args.corpus)
-    pdfs = sorted(folder.glob("*/*.pdf"))
-    pdfs = [p for p in pdfs if p.with_suffix(".json").exists()][args.start :: args.every]
-    pdfs = pdfs[: args.limit or None]
+    pdfs = selected(args)
     client = LLMClient(
         model=args.model, base_url=args.base_url, timeout=args.timeout, stream=not args.no_stream
     )
@@ -241,6 +240,13 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
     finally:
         await client.aclose()
     return runs
+
+
+def selected(args: argparse.Namespace) -> list[Path]:
+    """The documents of the corpus's text-only copies that the options select."""
+    pdfs = sorted((args.corpus / "text-only").glob("*/*.pdf"))
+    pdfs = [p for p in pdfs if p.with_suffix(".json").exists()][args.start :: args.every]
+    return pdfs[args.skip :][: args.limit or None]
 
 
 def _task() -> Task:
@@ -363,9 +369,9 @@ def prompt_sizes(args: argparse.Namespace) -> list[str]:
             for c in chunk_text_pages(doc.pages, room)
         )
 
-    pdfs = sorted((args.corpus / "text-only").glob("*/*.pdf"))[args.start :: args.every]
+    pdfs = selected(args)
     llm = hybrid = asked = 0
-    for pdf in pdfs[: args.limit or None]:
+    for pdf in pdfs:
         text = extract_text(pdf, name=pdf.name)
         whole = json_schema("invoice")
         llm += chars(text, whole, None)
@@ -381,7 +387,7 @@ def prompt_sizes(args: argparse.Namespace) -> list[str]:
             excerpt = excerpt_of(text, [plan.regions[f] for f in plan.ask])
             hybrid += chars(excerpt, schema_for_fields(whole, plan.ask), hints)
     return [
-        f"{len(pdfs[: args.limit or None])} documents, the model asked about {asked} in hybrid",
+        f"{len(pdfs)} documents, the model asked about {asked} in hybrid",
         f"prompt characters: llm {llm:,}, hybrid {hybrid:,} "
         f"({100 * hybrid / max(1, llm):.0f} % of llm)",
     ]
@@ -415,6 +421,9 @@ def main() -> int:
         "--every", type=int, default=1, help="every Nth document (a sample across sources)"
     )
     parser.add_argument("--start", type=int, default=0, help="with --every: the first one (0)")
+    parser.add_argument(
+        "--skip", type=int, default=0, help="skip the first N of the selection (finish a run)"
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="per request (600 s)")
     parser.add_argument("--chunk-tokens", type=int, default=DEFAULT_CHUNK_TOKENS)
     parser.add_argument("--json", type=Path, help="every run, written as it goes")
@@ -422,7 +431,10 @@ def main() -> int:
         "--no-stream", action="store_true", help="ask unstreamed (exact usage from any server)"
     )
     parser.add_argument(
-        "--report", type=Path, help="report the runs of an earlier --json (a partial run too)"
+        "--report",
+        type=Path,
+        nargs="+",
+        help="report the runs of earlier --json files, together (partial runs too)",
     )
     args = parser.parse_args()
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -434,7 +446,9 @@ def main() -> int:
         return 0
     if not args.report and not args.base_url:
         parser.error("--base-url is needed to ask a model (or --prompts, or --report)")
-    runs = _load(args.report) if args.report else asyncio.run(read_real(args))
+    runs = (
+        [r for f in args.report for r in _load(f)] if args.report else asyncio.run(read_real(args))
+    )
     if args.report:
         args.modes = [m for m in args.modes if any(r.mode == m for r in runs)]
         complete = {r.doc.path for r in runs if r.mode == args.modes[-1]}
