@@ -1085,3 +1085,64 @@ def test_buyer_headings_an_invoice_to_in_any_language_and_dotted_quantity_header
         assert party_heading(title) is None, title
     for header in ("Q.tà", "Q.ty", "Uds.", "Stk.", "pcs"):
         assert column_kind(header) == "quantity", header
+
+
+def test_a_street_of_the_block_beside_the_title_is_not_the_number() -> None:
+    draw: Draw = [
+        (360, 40, "Rivoli Studio AG", 12),
+        (40, 52, "RECHNUNG", 18),
+        (360, 54, "Garibaldistraße 74"),
+        (360, 66, "10115 Berlin"),
+        (40, 140, "Kunde: Lumen Partners AG"),
+        (330, 140, "Rechnungsnummer"),  # over its value: less sure than a title's number
+        (330, 152, "RE29741"),
+        (380, 230, "Gesamtbetrag"),
+        (500, 230, "120,00 €"),
+    ]
+    data = read(draw)["data"]
+    assert isinstance(data, dict) and data["number"] == "RE29741"
+    # and a number printed alone across the title's line is still the title's
+    far: Draw = [(40, 52, "Faktura", 18), (420, 52, "č. 198900000001", 18)]
+    far += [(380, 230, "Celkem"), (500, 230, "120,00 Kč")]
+    data = read(far)["data"]
+    assert isinstance(data, dict) and data["number"] == "198900000001"
+
+
+def test_a_due_date_written_in_many_words_and_one_value_with_two_dates() -> None:
+    base: Draw = [
+        (40, 40, "Marina Consulting S.A.", 14),
+        (40, 100, "FACTURA", 16),
+        (330, 140, "Factura N.º: F-1643"),
+        (330, 154, "Fecha factura: 1 de abril de 2025"),
+        (380, 230, "Total"),
+        (500, 230, "1.440,00 €"),
+    ]
+    out = read([*base, (330, 168, "Fecha de vencimiento: 1 de mayo de 2025")])
+    assert isinstance(out["data"], dict) and out["data"]["due_date"] == "2025-05-01"
+    two = read([*base, (330, 168, "Vencimiento: 1 de mayo de 2025 / 1 de junio de 2025")])
+    fields = two["fields"]
+    assert isinstance(fields, dict) and fields["due_date"] < 0.9
+
+
+def test_a_bare_no_heading_a_table_column_is_not_surer_than_a_number_label() -> None:
+    data = read(
+        [
+            (40, 35, "Kestrel Consulting Ltd", 14),
+            (380, 35, "INVOICE", 16),
+            (380, 69, "Number: 2025-064"),
+            (380, 81, "Issue date: September 20, 2025"),
+            (40, 251, "No."),
+            (70, 251, "Item"),
+            (300, 251, "Quantity"),
+            (400, 251, "Rate"),
+            (540, 251, "Total"),
+            (40, 269, "1"),
+            (70, 269, "Hosting (annual)"),
+            (300, 269, "2"),
+            (400, 269, "150.00"),
+            (540, 269, "300.00"),
+            (360, 300, "Total"),
+            (540, 300, "£300.00"),
+        ]
+    )["data"]
+    assert isinstance(data, dict) and data["number"] == "2025-064"

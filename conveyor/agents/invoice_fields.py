@@ -17,6 +17,7 @@ from conveyor.agents.invoice_labels import TITLE, field_label, fold
 from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import DateToken, currencies_in, currency_of, dates_in, resolve
+from conveyor.documents.layout import Cell
 
 SURE = 0.97
 LIKELY = 0.93
@@ -76,6 +77,41 @@ def title_number(text: str) -> tuple[str | None, str]:
     return None, ""
 
 
+# How far past an invoice title its number may stand, in the title's heights, before the
+# cells there may be another block's: "Faktura ... č. 1989" across the page is the title's
+# number, a street of the seller's block set beside the title ("RECHNUNG ... Garibaldi-
+# straße 74") is not.
+TITLE_REACH = 5.0
+
+
+def title_run(sheet: Sheet, index: int, cell_index: int) -> str:
+    """The text of the title cell and of the cells after it on its line, up to the first
+    one that stands far from it inside a block of text (lines just above or below it in
+    its column)."""
+    line = sheet.lines[index]
+    cells = line.cells[cell_index:]
+    height = max(w.y1 - w.y0 for w in cells[0].words)
+    kept = [cells[0]]
+    for cell in cells[1:]:
+        if cell.x0 - kept[-1].x1 > TITLE_REACH * height and _in_a_block(sheet, index, cell):
+            break
+        kept.append(cell)
+    return " ".join(cell.text for cell in kept)
+
+
+def _in_a_block(sheet: Sheet, index: int, cell: Cell) -> bool:
+    line = sheet.lines[index]
+    for j in (index - 1, index + 1):
+        if not 0 <= j < len(sheet.lines) or sheet.lines[j].page != line.page:
+            continue
+        other = sheet.lines[j]
+        if abs(other.y0 - line.y0) > 2.0 * max(line.height, 8.0):
+            continue
+        if any(abs(c.x0 - cell.x0) < 6 for c in other.cells):
+            return True
+    return False
+
+
 def numbers(sheet: Sheet) -> list[Candidate]:
     found: list[Candidate] = []
     for i, line in enumerate(sheet.lines):
@@ -89,10 +125,13 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                         sure = SURE if label[0] == "number" else WEAK
                         if label[0] == "weak_number" and _near_title(sheet, i):
                             sure = FAIR
-                        found.append(Candidate(number, sure if spot.how != "below" else FAIR, i))
+                        # Below its label a value is less sure, never surer: a bare "No."
+                        # heading a table's first column is no better than "Number:".
+                        below = min(sure, FAIR)
+                        found.append(Candidate(number, sure if spot.how != "below" else below, i))
                         break
             elif c == 0 and TITLE.match(fold(cell.text)):
-                number, _ = title_number(line.text)
+                number, _ = title_number(title_run(sheet, i, c))
                 if number:
                     found.append(Candidate(number, LIKELY, i))
     if not found:
@@ -146,8 +185,17 @@ def _near_title(sheet: Sheet, index: int) -> bool:
 _VALUE_WORDS = 4  # a value is a few words; a sentence that holds a date is not one
 
 
+def _words(text: str) -> int:
+    """Words of `text` beside the dates it prints: a date is one value however many words
+    its language writes it in ("1 de mayo de 2025", "3. März 2024")."""
+    tokens = dates_in(text)
+    for token in tokens:
+        text = text.replace(token.text, " ", 1)
+    return len(text.split()) + len(tokens)
+
+
 def _short(text: str) -> bool:
-    return len(text.split()) <= _VALUE_WORDS + 2
+    return _words(text) <= _VALUE_WORDS + 2
 
 
 def _date_from(sheet: Sheet, spots_text: list[str]) -> DateToken | None:
@@ -174,16 +222,18 @@ def dates(
                     issue.append((token, SURE if label[0] == "issue" else FAIR, i))
             elif label and label[0] == "due":
                 spots = sheet.values_of(i, c, label[1], below=4)
-                if len(cell.text.split()) > _VALUE_WORDS + 3:
+                if _words(cell.text) > _VALUE_WORDS + 3:
                     continue  # a sentence that begins with the word, not a label
                 for spot in spots:
                     if not _short(spot.text):
                         continue
-                    for token in dates_in(spot.text):
-                        due.append((token, SURE if spot.how != "below" else LIKELY, i))
-                        break
+                    tokens = dates_in(spot.text)
+                    if tokens:
+                        # Two dates in one value: which is due is a guess at best.
+                        sure = SURE if spot.how != "below" else LIKELY
+                        due.append((tokens[0], sure if len(tokens) == 1 else FAIR, i))
             elif c == 0 and TITLE.match(fold(cell.text)):
-                number, rest = title_number(line.text)
+                number, rest = title_number(title_run(sheet, i, c))
                 words = rest.split()
                 if number and words and dates_in(words[0]) and _short(rest):
                     # "INVOICE NO. 98765432 1/1/2000": a date straight after the number.
