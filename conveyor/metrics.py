@@ -538,7 +538,11 @@ async def task_usage(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str
     task without children). Tasks that are no more are left out."""
     if not ids:
         return {}
-    rows = await (await conn.execute(Q.tasks_usage, {"ids": list(ids)})).fetchall()
+    async with conn.transaction():
+        # The walk's estimate is large enough for JIT, whose compiling took 0.5 s of a
+        # statement that runs in 2 ms (benchmarks/bench_tree_costs.py).
+        await conn.execute("SET LOCAL jit = off")
+        rows = await (await conn.execute(Q.tasks_usage, {"ids": list(ids)})).fetchall()
     out: dict[int, dict[str, Any]] = {}
     for r in rows:
         own = (r["input_tokens"], r["output_tokens"], r["llm_usd"], r["compute_usd"])

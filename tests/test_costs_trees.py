@@ -205,3 +205,70 @@ async def test_bad_roots_are_refused(tree: tuple[httpx.AsyncClient, int]) -> Non
     for bad in ("0", "-1", "x", str(2**63)):
         answer = await client.get("/api/costs", params={"root": bad})
         assert answer.status_code == 422, bad
+
+
+async def test_the_family_figures_and_a_trees_costs_are_read_by_index(app: App, conn: Any) -> None:
+    """20,000 finished tasks, the newest 2,200 of them 200 roots x 10 children: the page's
+    figures and one tree's costs touch no table whole (house rule: an EXPLAIN per hot
+    query). Rows are written in bulk with the triggers off: only the plan is looked at."""
+    from conveyor import metrics
+
+    await app.database()  # registers the agents the rows name
+    await conn.execute("SET session_replication_role = replica")
+    await conn.execute(
+        """
+        INSERT INTO tasks (agent, status, attempts, finished_at)
+        SELECT 'part', 'completed', 1, now() FROM generate_series(1, 20000)
+        """
+    )
+    await conn.execute(
+        """
+        WITH ids AS (SELECT min(id) AS first FROM tasks)
+        UPDATE tasks t
+        SET parent_id = t.id - (t.id - ids.first) % 11, root_id = t.id - (t.id - ids.first) % 11,
+            child_key = 'c' || t.id, depth = 1
+        FROM ids
+        WHERE t.id - ids.first >= 20000 - 2200 AND (t.id - ids.first) % 11 <> 0
+        """
+    )
+    await conn.execute(
+        """
+        INSERT INTO task_attempts (task_id, attempt, agent, status, model, input_tokens,
+                                   output_tokens, llm_cost_usd, compute_cost_usd)
+        SELECT id, 1, agent, 'succeeded', 'gpt-4o-mini', 10, 1, 0.001, 0 FROM tasks
+        """
+    )
+    await conn.execute("SET session_replication_role = origin")
+    await conn.execute("ANALYZE tasks, task_attempts")
+    cur = await conn.execute(
+        "SELECT DISTINCT root_id FROM tasks WHERE root_id IS NOT NULL ORDER BY 1 DESC LIMIT 50"
+    )
+    roots = [r["root_id"] for r in await cur.fetchall()]
+    newest = await conn.execute("SELECT id FROM tasks ORDER BY id DESC LIMIT 50")
+    page = [r["id"] for r in await newest.fetchall()]
+
+    def whole_tables(plan: str) -> list[str]:
+        return [line.strip() for line in plan.splitlines() if "Seq Scan" in line]
+
+    for ids in (roots, page):
+        plan = await explain(conn, metrics.Q.tasks_usage, {"ids": ids})
+        assert not whole_tables(plan), plan
+        assert "tasks_root_idx" in plan and "tasks_children_idx" in plan, plan
+    full = roots[10]  # a root away from either end of the range: all 10 children
+    figures = await metrics.task_usage(conn, [full])
+    assert figures[full]["children"]["total"] == 10
+    assert figures[full]["tree_cost"]["input_tokens"] == 11 * 10
+
+    params = metrics._params(
+        metrics.Filters(root=full),
+        metrics.Span.of(None, None),
+        **{f"by_{k}": k in ("agent", "model") for k in metrics.GROUP_KEYS},
+    )
+    plan = await explain(conn, metrics.Q.costs_of_tree, params)
+    assert not whole_tables(plan), plan
+    assert "tasks_root_idx" in plan, plan
+
+
+async def explain(conn: Any, statement: str, params: dict[str, Any]) -> str:
+    cur = await conn.execute("EXPLAIN " + statement, params)
+    return "\n".join(r["QUERY PLAN"] for r in await cur.fetchall())

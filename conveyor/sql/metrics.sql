@@ -265,25 +265,37 @@ CROSS JOIN LATERAL (
     WHERE c.parent_id = t.id
 ) kids
 CROSS JOIN LATERAL (
-    SELECT coalesce(sum(a.input_tokens), 0)::bigint AS input_tokens,
-           coalesce(sum(a.output_tokens), 0)::bigint AS output_tokens,
-           coalesce(sum(a.llm_cost_usd), 0) AS llm_usd,
-           coalesce(sum(a.compute_cost_usd), 0) AS compute_usd
-    FROM task_attempts a
+    SELECT coalesce(sum(u.input_tokens), 0)::bigint AS input_tokens,
+           coalesce(sum(u.output_tokens), 0)::bigint AS output_tokens,
+           coalesce(sum(u.llm_usd), 0) AS llm_usd,
+           coalesce(sum(u.compute_usd), 0) AS compute_usd
+    FROM (
+        SELECT d.id FROM tasks d WHERE t.root_id IS NULL AND d.root_id = t.id
+        UNION ALL
+        SELECT w.id
+        FROM (
+            -- Each step stays within the tree's rows: a step is bounded by the tree's
+            -- size (tasks_root_idx), never by all the children of every tree.
+            WITH RECURSIVE down AS (
+                SELECT c.id FROM tasks c WHERE t.root_id IS NOT NULL AND c.parent_id = t.id
+                UNION ALL
+                SELECT c.id
+                FROM down
+                JOIN tasks c ON c.parent_id = down.id
+                WHERE c.root_id = t.root_id
+            )
+            SELECT id FROM down
+        ) w
+    ) d
+    -- Per descendant, its attempts by (task_id, attempt): a join the planner could make a
+    -- hash join over all the attempts when it overestimates the walk.
+    CROSS JOIN LATERAL (
+        SELECT sum(a.input_tokens) AS input_tokens, sum(a.output_tokens) AS output_tokens,
+               sum(a.llm_cost_usd) AS llm_usd, sum(a.compute_cost_usd) AS compute_usd
+        FROM task_attempts a
+        WHERE a.task_id = d.id
+    ) u
     WHERE kids.total > 0
-      AND a.task_id IN (
-          SELECT d.id FROM tasks d WHERE t.root_id IS NULL AND d.root_id = t.id
-          UNION ALL
-          SELECT w.id
-          FROM (
-              WITH RECURSIVE down AS (
-                  SELECT c.id FROM tasks c WHERE t.root_id IS NOT NULL AND c.parent_id = t.id
-                  UNION ALL
-                  SELECT c.id FROM tasks c JOIN down ON c.parent_id = down.id
-              )
-              SELECT id FROM down
-          ) w
-      )
 ) below;
 
 -- name: prometheus_rollups
