@@ -1146,3 +1146,12 @@ def test_a_bare_no_heading_a_table_column_is_not_surer_than_a_number_label() -> 
         ]
     )["data"]
     assert isinstance(data, dict) and data["number"] == "2025-064"
+
+
+def test_typographic_grouping_characters_of_locales() -> None:
+    swiss = NumberStyle(".", "'")
+    assert cell_amount("CHF 1\u2019234.50", swiss) == Decimal("1234.50")
+    assert number_styles("Total CHF 1\u2019234.50\nMWST 94.95")[0] == swiss
+    french = NumberStyle(",", " ")
+    assert cell_amount("1\u202f234,56 €", french) == Decimal("1234.56")
+    assert cell_amount("12\u00a0345\u00a0678,00", french) == Decimal("12345678.00")

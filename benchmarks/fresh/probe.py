@@ -247,6 +247,39 @@ def date_text(d: datetime.date, lang: str, rng: random.Random) -> str:
     return rng.choice(options)
 
 
+EXTRA = True
+DISTRACTORS = {
+    "en": ("Customer No.", "Delivery date"),
+    "de": ("Kundennummer", "Lieferdatum"),
+    "fr": ("N° client", "Date de livraison"),
+    "nl": ("Klantnummer", "Leverdatum"),
+    "es": ("Nº cliente", "Fecha de entrega"),
+    "it": ("Codice cliente", "Data consegna"),
+}
+PAGE = {
+    "en": "Page 1 of 1",
+    "de": "Seite 1 von 1",
+    "fr": "Page 1 sur 1",
+    "nl": "Pagina 1 van 1",
+    "es": "Página 1 de 1",
+    "it": "Pagina 1 di 1",
+}
+
+
+def alt_date(d: datetime.date, lang: str, rng: random.Random) -> str:
+    """Less usual spellings: year first with slashes, no leading zeros, short months."""
+    month = MONTHS[lang].split()[d.month - 1]
+    return rng.choice(
+        [
+            f"{d.year}/{d.month:02d}/{d.day:02d}",
+            f"{d.day}.{d.month}.{d.year}" if lang == "de" else f"{d.day}/{d.month}/{d.year}",
+            f"{d.day} {month[:3].capitalize()} {d.year}"
+            if lang == "en"
+            else f"{d.day} {month} {d.year}",
+        ]
+    )
+
+
 def make(seed: int):
     rng = random.Random(seed)
     lang = rng.choice(list(L))
@@ -302,6 +335,8 @@ def make(seed: int):
 
     def amt(x: Decimal) -> str:
         s = money(x, habit["money"])
+        if habit.get("curly"):
+            s = s.replace("'", "\u2019")  # the typographic apostrophe of Swiss German
         return {
             "symbol_before": f"{symbol}{s}" if currency != "EUR" else f"{s} €",
             "symbol_after": f"{s} {symbol}",
@@ -312,6 +347,31 @@ def make(seed: int):
     habit["seller"] = rng.choice(["letterhead", "letterhead", "right_block", "footer"])
     if habit["seller"] == "right_block":
         habit["meta_at"] = "left"
+    # More habits, drawn from a generator of their own so that the plain layouts (--plain)
+    # stay as they were when the first rules were written from them.
+    x = random.Random(f"extra-{seed}")
+    habit["buyer_right"] = EXTRA and x.random() < 0.25 and habit["seller"] != "right_block"
+    if habit["buyer_right"]:
+        habit["meta_at"] = "right"
+    habit["stack"] = EXTRA and x.random() < 0.25 and not habit["buyer_right"]
+    habit["distract"] = EXTRA and x.random() < 0.4
+    habit["pageno"] = EXTRA and x.random() < 0.3
+    habit["two_rates"] = EXTRA and x.random() < 0.3 and len(items) >= 2
+    habit["right_labels"] = EXTRA and x.random() < 0.3
+    habit["altdate"] = EXTRA and x.random() < 0.25
+    if EXTRA and x.random() < 0.15:
+        habit["money"] = "ch"
+    habit["curly"] = EXTRA and habit["money"] == "ch" and x.random() < 0.5
+    rates = [rate] * len(items)
+    if habit["two_rates"]:
+        other = next(r for r in RATES[lang] if r != rate)
+        rates = [rate if n % 2 == 0 else other for n in range(len(items))]
+        by_rate: dict[int, Decimal] = {}
+        for (_, _, _, total), r in zip(items, rates, strict=True):
+            by_rate[r] = by_rate.get(r, Decimal(0)) + total
+        taxes = {r: (base * r / 100).quantize(Decimal("0.01")) for r, base in by_rate.items()}
+        tax = sum(taxes.values(), Decimal(0))
+        gross = net + tax
     if habit["buyer"] == "heading" and rng.random() < 0.3:
         habit["buyer"] = "window"
     habit["pos"] = rng.random() < 0.3
@@ -364,6 +424,14 @@ def make(seed: int):
         (rng.choice(v["date"]), date_text(issue, lang, rng)),
         (rng.choice(v["due"]), date_text(due, lang, rng)),
     ]
+    if habit["altdate"]:
+        meta[1] = (meta[1][0], alt_date(issue, lang, x))
+        meta[2] = (meta[2][0], alt_date(due, lang, x))
+    if habit["distract"]:
+        customer_no, delivery = DISTRACTORS[lang]
+        meta.insert(1, (customer_no, f"C-{x.randint(100, 9999)}"))
+        shipped = issue - datetime.timedelta(days=x.randint(1, 9))
+        meta.append((delivery, date_text(shipped, lang, x)))
     if habit["cur"] == "none_label":
         meta.append(
             (
@@ -385,19 +453,25 @@ def make(seed: int):
         elif habit["meta"] == "right":
             draw.append((mx, my + 14 * k, label + (":" if habit["colon"] else ""), 9, "l"))
             draw.append((mx + 100, my + 14 * k, value, 9, "l"))
+        elif habit["stack"]:
+            draw.append((mx, my + 24 * k, label, 9, "l"))
+            draw.append((mx, my + 24 * k + 11, value, 9, "l"))
         else:
             draw.append((mx - 120 + 105 * k, my, label, 9, "l"))
             draw.append((mx - 120 + 105 * k, my + 12, value, 9, "l"))
+    if habit["pageno"]:
+        draw.append((480, 25, PAGE[lang], 7, "l"))
+    bx = 330 if habit["buyer_right"] else 40
     by = 160 if habit["meta_at"] == "right" else 150
     bstreet = STREETS[lang].format(
         n=rng.randint(1, 90), s=rng.choice(["Rosen", "Kanal", "Roma", "Sol"])
     )
     if habit["buyer"] == "heading":
-        draw.append((40, by, rng.choice(v["buyer"]), 9, "l"))
-        draw.append((40, by + 13, buyer, 10, "l"))
+        draw.append((bx, by, rng.choice(v["buyer"]), 9, "l"))
+        draw.append((bx, by + 13, buyer, 10, "l"))
     elif habit["buyer"] == "window":
-        draw.append((40, by - 12, f"{seller_legal} · {street} · {CITIES[lang]}", 6, "l"))
-        draw.append((40, by + 13, buyer, 10, "l"))
+        draw.append((bx, by - 12, f"{seller_legal} · {street} · {CITIES[lang]}", 6, "l"))
+        draw.append((bx, by + 13, buyer, 10, "l"))
     else:
         draw.append(
             (
@@ -408,9 +482,9 @@ def make(seed: int):
                 "l",
             )
         )
-    draw.append((40, by + 25, bstreet, 9, "l"))
-    draw.append((40, by + 37, CITIES[lang], 9, "l"))
-    ty = 260
+    draw.append((bx, by + 25, bstreet, 9, "l"))
+    draw.append((bx, by + 37, CITIES[lang], 9, "l"))
+    ty = max([260.0] + [d[1] + 40 for d in draw if d[1] < 700])
     cols = list(v["cols"][habit["cols"]])
     dx = 40 + (30 if habit["pos"] else 0)
     xs = [dx, 300, 400, 540]
@@ -450,7 +524,7 @@ def make(seed: int):
             (xs[2], yy, price(unit), 9, "r"),
         ]
         if habit["vatcol"]:
-            row.append((xs[3], yy, f"{rate} %", 9, "r"))
+            row.append((xs[3], yy, f"{rates[n]} %", 9, "r"))
         row.append((xs[-1], yy, amt(total), 9, "r"))
         if habit["pos"]:
             row.append((40, yy, str(n + 1), 9, "l"))
@@ -478,20 +552,21 @@ def make(seed: int):
         yy += 14
     sy = yy + 12
     lx = 360 if habit["sums"] == "right" else 40
-    for k, (label, value) in enumerate(
-        [
-            (rng.choice(v["net"]), net),
-            (rng.choice(v["tax"]).format(r=rate), tax),
-            (rng.choice(v["gross"]), gross),
-        ]
-    ):
+    tax_label = rng.choice(v["tax"])
+    sums = [(rng.choice(v["net"]), net), (tax_label.format(r=rate), tax)]
+    if habit["two_rates"]:
+        sums = [sums[0]] + [(tax_label.format(r=r), t) for r, t in sorted(taxes.items())]
+    sums.append((rng.choice(v["gross"]), gross))
+    for k, (label, value) in enumerate(sums):
         text = amt(value)
         if habit["curcol"]:
             draw.append((560, sy + 14 * k, currency, 9, "l"))
-        draw += [
-            (lx, sy + 14 * k, label + (":" if habit["colon"] else ""), 9, "l"),
-            (540, sy + 14 * k, text, 9, "r"),
-        ]
+        label = label + (":" if habit["colon"] else "")
+        if habit["right_labels"]:
+            draw.append((470, sy + 14 * k, label, 9, "r"))
+        else:
+            draw.append((lx, sy + 14 * k, label, 9, "l"))
+        draw.append((540, sy + 14 * k, text, 9, "r"))
     truth = {
         "issuer": seller_legal,
         "customer": buyer,
@@ -521,6 +596,10 @@ def pdf(draw) -> bytes:
 
 
 def main() -> None:
+    global EXTRA
+    if "--plain" in sys.argv:
+        EXTRA = False
+        sys.argv.remove("--plain")
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     start = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     show = sys.argv[3] if len(sys.argv) > 3 else None

@@ -24,6 +24,13 @@ AMOUNT = re.compile(
     r"(?:[.,]\d{1,2})?(?![\w'])"
 )
 _DECIMAL_TAIL = re.compile(r"[.,](\d{1,2})$")
+# Typographic grouping characters, as locales print them (CLDR): the right single quote of
+# Swiss German ("1\u2019234.50"), no-break and narrow no-break spaces of French ("1 234,56"),
+# thin spaces. Read as the ASCII separators they stand for; one character for one, so
+# positions in the text stay.
+_GROUPING = str.maketrans(
+    {"\u2019": "'", "\u02bc": "'", "\u00a0": " ", "\u202f": " ", "\u2009": " "}
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ def number_styles(text: str) -> list[NumberStyle]:
     which separator ends amounts with 1-2 digits; the thousands separator is the one seen
     most in groups of three, and the runner-up is offered as the alternative (a row
     "3 703,68" is either 3 and 703.68 or 3,703.68: only the arithmetic can tell)."""
+    text = text.translate(_GROUPING)
     for _, pattern in DATE_PATTERNS:  # 10.07.2026 is a date, not an amount
         text = pattern.sub(" ", text)
     votes: Counter[str] = Counter()
@@ -85,7 +93,7 @@ def number_styles(text: str) -> list[NumberStyle]:
 def amounts_in(line: str, style: NumberStyle) -> list[tuple[Decimal, int, int]]:
     """Every amount of `line` read in `style`, with where it is: (value, start, end)."""
     found = []
-    for match in _amount_pattern(style).finditer(line):
+    for match in _amount_pattern(style).finditer(line.translate(_GROUPING)):
         value = style.parse(match.group(0))
         if value is not None:
             found.append((value, match.start(), match.end()))
@@ -261,6 +269,7 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     """The one number a table cell or a value prints ("1.234,56 €", "EUR 31,00", "-0,00",
     "41,1765 €"), read in the document's style; None when the cell is not just a number
     (a percentage, a date, words). Unit prices keep their 3-4 decimals."""
+    text = text.translate(_GROUPING)
     stripped = _CELL_NOISE.sub(" ", _NO_CENTS.sub("", text.strip())).translate(_MINUS).strip()
     if not stripped or not _CELL_NUMBER.match(stripped) or "%" in text:
         return None
