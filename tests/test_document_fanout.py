@@ -16,7 +16,14 @@ from psycopg.rows import dict_row
 
 from conveyor import App, TaskStatus
 from conveyor.agents.documents import declare_document_agents
-from conveyor.agents.fanout import PageRange, assemble, page_ranges, part_of, read_range
+from conveyor.agents.fanout import (
+    PageRange,
+    assemble,
+    document_evidence,
+    page_ranges,
+    part_of,
+    read_range,
+)
 from conveyor.agents.llm import SALVAGED, chunk_text_pages, overhead_tokens
 from conveyor.documents.submit import submit_files
 from conveyor.documents.text import DocumentText, PageText, extract_text
@@ -166,6 +173,30 @@ def test_the_merge_keeps_what_a_child_could_not_validate_and_grounds_the_rest() 
     assert extraction.fields["governing_law"] == 0.4  # Mars is printed nowhere
     assert extraction.confidence <= 0.85
     assert any("not printed in the document" in n for n in extraction.notes)
+
+
+def test_the_merge_grounds_against_the_evidence_it_is_given() -> None:
+    """fan_in builds the document's evidence once and hands it to the merge (and, in hybrid
+    mode, to the merge with the rules): the merge then grounds by it, not by a second
+    reading of the text; without it, the merge builds the same evidence itself."""
+    document = DocumentText(pages=[_page(1, "Alpha Ltd and Beta GmbH agree."), _page(2, "x")])
+    data = {"parties": [{"name": "Alpha Ltd"}], "governing_law": "Mars"}
+    built = assemble("contract", document, [_part(data)], model="m")
+    given = assemble(
+        "contract",
+        document,
+        [_part(data)],
+        model="m",
+        evidence=document_evidence(document),
+    )
+    assert given == built
+    assert built.fields["governing_law"] == 0.4, "Mars is printed nowhere"
+    mars = DocumentText(pages=[_page(1, "Alpha Ltd, under the law of Mars.")])
+    other = assemble(
+        "contract", document, [_part(data)], model="m", evidence=document_evidence(mars)
+    )
+    assert other.fields["governing_law"] > 0.4, "grounded by the evidence given"
+    assert document_evidence(document, images_read=True) is None
 
 
 # ------------------------------------------------------------- through worker processes

@@ -25,8 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from conveyor.agents.fanout import PageRange, assemble, page_ranges, read_range
-from conveyor.agents.grounding import Evidence
+from conveyor.agents.fanout import (
+    PageRange,
+    assemble,
+    document_evidence,
+    page_ranges,
+    read_range,
+)
 from conveyor.agents.hybrid import TRUST, hints_for, merged, plan_for, schema_for_fields
 from conveyor.agents.llm import ANSWER_TOKENS, estimate_tokens, extract_llm
 from conveyor.documents.errors import UnreadableDocument
@@ -166,8 +171,18 @@ async def fan_in(
     model = settings.llm_model or "unknown"
     labels = [_label(child.key) for child in children]
     images = bool(text.scanned_pages and settings.llm_vision)
+    # Built once, for the merge of the parts and, in hybrid mode, for the merge with the
+    # rules' reading (the same text, no images there): the whole merge's largest cost.
+    evidence = await asyncio.to_thread(document_evidence, text, images_read=images)
     answer = await asyncio.to_thread(
-        assemble, kind, text, parts, model=model, labels=labels, images_read=images
+        assemble,
+        kind,
+        text,
+        parts,
+        model=model,
+        labels=labels,
+        images_read=images,
+        evidence=evidence,
     )
     if settings.llm_mode != "hybrid" or text.scanned_pages:
         return answer
@@ -175,7 +190,6 @@ async def fan_in(
 
     offline = await asyncio.to_thread(extract_offline, text, kind)
     plan = plan_for(kind, offline)
-    evidence = await asyncio.to_thread(Evidence.of, text.text) if text.text.strip() else None
     return merged(kind, offline, answer, plan, evidence, model)
 
 
