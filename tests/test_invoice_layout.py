@@ -1155,3 +1155,39 @@ def test_typographic_grouping_characters_of_locales() -> None:
     french = NumberStyle(",", " ")
     assert cell_amount("1\u202f234,56 €", french) == Decimal("1234.56")
     assert cell_amount("12\u00a0345\u00a0678,00", french) == Decimal("12345678.00")
+
+
+def test_a_row_that_sums_the_items_above_it_ends_the_table() -> None:
+    draw: Draw = [
+        (40, 40, "Northwind Cafe Ltd", 14),
+        (40, 55, "4 High Street, London"),
+        (40, 100, "INVOICE", 16),
+        (40, 120, "Reference:"),
+        (130, 120, "MG2022"),
+        (30, 200, "Item"),
+        (130, 200, "Description"),
+        (324, 200, "Unit price"),
+        (419, 200, "Quantity"),
+        (542, 200, "Total"),
+    ]
+    for k, (name, price, qty, total) in enumerate(
+        [("Coffee", "2.00", "24", "48.00"), ("Pizza", "7.00", "2", "14.00")]
+    ):
+        y = 220 + 20 * k
+        draw += [(30, y, name), (327, y, f"{price} GBP"), (449, y, qty), (516, y, f"{total} GBP")]
+    # a note and the subtotal on one line, under the table's description column
+    draw += [
+        (30, 280, "18/08/2022: The bill is paid."),
+        (283, 280, "Subtotal"),
+        (511, 280, "62.00 GBP"),
+    ]
+    draw += [
+        (355, 300, "Tax"),
+        (516, 300, "6.20 GBP"),
+        (312, 320, "Amount due"),
+        (511, 320, "68.20 GBP"),
+    ]
+    data = read(draw)["data"]
+    assert isinstance(data, dict)
+    assert [item["description"] for item in data["line_items"]] == ["Coffee", "Pizza"]
+    assert (data["subtotal"], data["total"]) == ("62.00", "68.20")

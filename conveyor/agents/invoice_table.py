@@ -318,6 +318,19 @@ def _ends(line: Line) -> bool:
     return bool(label and not label[0].startswith("-") and label[0] not in _IN_TABLE)
 
 
+def _sums_the_rows(row: Row, rows: list[Row]) -> bool:
+    """Whether `row` is no item but the sum of the rows above it: an amount alone, without
+    a quantity or a price, that the items' amounts make ("18/08/2022: The bill is paid. |
+    Subtotal without tax | 165.00" under seven items that make 165.00)."""
+    item = row.item
+    if item.amount is None or item.quantity is not None or item.unit_price is not None:
+        return False
+    amounts = [r.item.amount for r in rows]
+    if len(amounts) < 2 or None in amounts:
+        return False
+    return sum((a for a in amounts if a is not None), Decimal(0)) == item.amount
+
+
 def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
     """The items, their confidence and the index of the line after the table."""
     rows: list[Row] = []
@@ -358,6 +371,9 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
                 ]
                 continue
         row = read_row(line, header, sheet)
+        if row is not None and _sums_the_rows(row, rows):
+            end = i  # a subtotal printed as a row: the sums begin here
+            break
         if row is not None:
             rows.append(row)
             last, last_bottom = row, line.y1
