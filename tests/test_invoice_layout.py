@@ -1191,3 +1191,50 @@ def test_a_row_that_sums_the_items_above_it_ends_the_table() -> None:
     assert isinstance(data, dict)
     assert [item["description"] for item in data["line_items"]] == ["Coffee", "Pizza"]
     assert (data["subtotal"], data["total"]) == ("62.00", "68.20")
+
+
+def test_a_table_over_two_pages_keeps_its_footer_and_page_numbers_out_of_the_rows() -> None:
+    header: Draw = [(40, 60, "Description"), (300, 60, "Qty"), (400, 60, "Unit price")]
+    header.append((520, 60, "Amount"))
+    first: Draw = [
+        (40, 30, "Castello Consulting SA", 14),
+        (40, 42, "2 rue Mar, 75011 Paris"),
+        (380, 30, "FACTURE", 16),
+        (380, 44, "N° de facture: 2020-531"),
+        *[(x, y + 200, t) for x, y, t, *_ in header],
+        (40, 278, "Maintenance"),
+        (300, 278, "3"),
+        (400, 278, "150,00"),
+        (520, 278, "450,00"),
+        # the footer: the seller's line, the page's number
+        (40, 800, "Castello Consulting SA"),
+        (190, 800, "2 rue Mar"),
+        (300, 800, "75011 Paris"),
+        (440, 800, "Page 1 sur 2"),
+    ]
+    second: Draw = [
+        (480, 25, "Page 2 sur 2"),
+        *header,
+        (40, 78, "Création du site"),
+        (300, 78, "2"),
+        (400, 78, "1 000,00"),
+        (520, 78, "2 000,00"),
+        (360, 110, "Total HT"),
+        (520, 110, "2 450,00"),
+        (360, 124, "TVA 20 %"),
+        (520, 124, "490,00"),
+        (360, 138, "Total TTC"),
+        (520, 138, "2 940,00 €"),
+    ]
+    out = io.BytesIO()
+    page = canvas.Canvas(out, pagesize=(595, 842))
+    for draw in (first, second):
+        for x, y, text, *_ in draw:
+            page.setFont("Helvetica", 9)
+            page.drawString(x, 842 - y, text)
+        page.showPage()
+    page.save()
+    data = extract_offline(extract_text(out.getvalue()), "invoice").data
+    items = data["line_items"]
+    assert [item["description"] for item in items] == ["Maintenance", "Création du site"]
+    assert [item["amount"] for item in items] == ["450.00", "2000.00"]

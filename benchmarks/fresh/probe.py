@@ -256,6 +256,14 @@ DISTRACTORS = {
     "es": ("Nº cliente", "Fecha de entrega"),
     "it": ("Codice cliente", "Data consegna"),
 }
+PAGE2 = {
+    "en": ("Page 1 of 2", "Page 2 of 2"),
+    "de": ("Seite 1 von 2", "Seite 2 von 2"),
+    "fr": ("Page 1 sur 2", "Page 2 sur 2"),
+    "nl": ("Pagina 1 van 2", "Pagina 2 van 2"),
+    "es": ("Página 1 de 2", "Página 2 de 2"),
+    "it": ("Pagina 1 di 2", "Pagina 2 di 2"),
+}
 PAGE = {
     "en": "Page 1 of 1",
     "de": "Seite 1 von 1",
@@ -349,19 +357,19 @@ def make(seed: int):
         habit["meta_at"] = "left"
     # More habits, drawn from a generator of their own so that the plain layouts (--plain)
     # stay as they were when the first rules were written from them.
-    x = random.Random(f"extra-{seed}")
-    habit["buyer_right"] = EXTRA and x.random() < 0.25 and habit["seller"] != "right_block"
+    xr = random.Random(f"extra-{seed}")
+    habit["buyer_right"] = EXTRA and xr.random() < 0.25 and habit["seller"] != "right_block"
     if habit["buyer_right"]:
         habit["meta_at"] = "right"
-    habit["stack"] = EXTRA and x.random() < 0.25 and not habit["buyer_right"]
-    habit["distract"] = EXTRA and x.random() < 0.4
-    habit["pageno"] = EXTRA and x.random() < 0.3
-    habit["two_rates"] = EXTRA and x.random() < 0.3 and len(items) >= 2
-    habit["right_labels"] = EXTRA and x.random() < 0.3
-    habit["altdate"] = EXTRA and x.random() < 0.25
-    if EXTRA and x.random() < 0.15:
+    habit["stack"] = EXTRA and xr.random() < 0.25 and not habit["buyer_right"]
+    habit["distract"] = EXTRA and xr.random() < 0.4
+    habit["pageno"] = EXTRA and xr.random() < 0.3
+    habit["two_rates"] = EXTRA and xr.random() < 0.3 and len(items) >= 2
+    habit["right_labels"] = EXTRA and xr.random() < 0.3
+    habit["altdate"] = EXTRA and xr.random() < 0.25
+    if EXTRA and xr.random() < 0.15:
         habit["money"] = "ch"
-    habit["curly"] = EXTRA and habit["money"] == "ch" and x.random() < 0.5
+    habit["curly"] = EXTRA and habit["money"] == "ch" and xr.random() < 0.5
     rates = [rate] * len(items)
     if habit["two_rates"]:
         other = next(r for r in RATES[lang] if r != rate)
@@ -425,13 +433,13 @@ def make(seed: int):
         (rng.choice(v["due"]), date_text(due, lang, rng)),
     ]
     if habit["altdate"]:
-        meta[1] = (meta[1][0], alt_date(issue, lang, x))
-        meta[2] = (meta[2][0], alt_date(due, lang, x))
+        meta[1] = (meta[1][0], alt_date(issue, lang, xr))
+        meta[2] = (meta[2][0], alt_date(due, lang, xr))
     if habit["distract"]:
         customer_no, delivery = DISTRACTORS[lang]
-        meta.insert(1, (customer_no, f"C-{x.randint(100, 9999)}"))
-        shipped = issue - datetime.timedelta(days=x.randint(1, 9))
-        meta.append((delivery, date_text(shipped, lang, x)))
+        meta.insert(1, (customer_no, f"C-{xr.randint(100, 9999)}"))
+        shipped = issue - datetime.timedelta(days=xr.randint(1, 9))
+        meta.append((delivery, date_text(shipped, lang, xr)))
     if habit["cur"] == "none_label":
         meta.append(
             (
@@ -517,7 +525,16 @@ def make(seed: int):
         return amt(x)
 
     yy = ty + 18
+    habit["two_pages"] = EXTRA and xr.random() < 0.2 and len(items) >= 2
+    header = [d for d in draw if d[1] == ty]
     for n, (name, qty, unit, total) in enumerate(items):
+        if habit["two_pages"] and n == (len(items) + 1) // 2:
+            # the table goes on over the page: its header again at the top of page 2
+            draw.append((480, 800, PAGE2[lang][0], 7, "l"))
+            yy = 842 + 60
+            draw += [(hx, yy, text, size, al) for hx, _, text, size, al in header]
+            draw.append((480, 842 + 25, PAGE2[lang][1], 7, "l"))
+            yy += 18
         row = [
             (dx, yy, name, 9, "l"),
             (xs[1], yy, str(qty), 9, "r"),
@@ -588,9 +605,13 @@ def make(seed: int):
 def pdf(draw) -> bytes:
     out = io.BytesIO()
     page = canvas.Canvas(out, pagesize=(595, 842))
-    for x, y, text, size, align in draw:
-        page.setFont("Helvetica", size)
-        (page.drawString if align == "l" else page.drawRightString)(x, 842 - y, text)
+    # y past 842 is on the second page
+    for number in range(1 + int(max(d[1] for d in draw) // 842)):
+        for x, y, text, size, align in draw:
+            if y // 842 == number:
+                page.setFont("Helvetica", size)
+                (page.drawString if align == "l" else page.drawRightString)(x, 842 - y % 842, text)
+        page.showPage()
     page.save()
     return out.getvalue()
 

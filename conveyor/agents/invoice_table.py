@@ -338,6 +338,8 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
     end: int | None = None
     last: Row | None = None
     last_bottom = 0.0
+    previous: Line | None = None  # the last line read into the last row
+    seen: Line | None = None  # the last line of the table's region
     for i, line in enumerate(sheet.lines):
         found = find_header(line)
         if found is not None:
@@ -349,7 +351,7 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
                 end = i
                 break
             found.line = i
-            header, last = found, None
+            header, last, seen = found, None, None
             continue
         if header is None:
             continue
@@ -370,16 +372,20 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
                     c.text for c in line.cells[:-1] if not isinstance(sheet.amount(c.text), Decimal)
                 ]
                 continue
+        if _apart(line, seen or head):
+            continue  # a footer far below the rows on their page, not one of them
+        seen = line
         row = read_row(line, header, sheet)
         if row is not None and _sums_the_rows(row, rows):
             end = i  # a subtotal printed as a row: the sums begin here
             break
         if row is not None:
             rows.append(row)
-            last, last_bottom = row, line.y1
+            last, last_bottom, previous = row, line.y1, line
             continue
-        if last is not None and _continues(line, header, last):
+        if last is not None and _continues(line, header, last) and _near(line, previous):
             last.description.append(line.text)
+            previous = line
     items = []
     confidences = []
     for row in rows:
@@ -420,6 +426,23 @@ def _complete(row: Row, amount: Decimal) -> None:
         row.confidence = WEAK  # a price per 100 units, or a discount: read as printed
     row.item = LineItem(description=None, quantity=quantity, unit_price=price, amount=amount)
     row.complete = True
+
+
+# How far below the last row (or the header) a line may stand on the same page and still
+# be a row of the table, in line heights: rows follow each other; a footer stands apart.
+ROW_GAP = 12.0
+
+
+def _apart(line: Line, above: Line) -> bool:
+    return line.page == above.page and line.y0 - above.y1 > ROW_GAP * max(above.height, 8.0)
+
+
+def _near(line: Line, previous: Line | None) -> bool:
+    """Whether `line` can go on the row that `previous` ended: on its page, a few lines
+    below it. A footer at the foot of the page, or the top of the next one, is not."""
+    if previous is None or line.page != previous.page:
+        return False
+    return line.y0 - previous.y1 < 3.0 * max(previous.height, 8.0)
 
 
 def _continues(line: Line, header: Header, row: Row) -> bool:
