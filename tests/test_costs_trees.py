@@ -56,7 +56,7 @@ async def app(settings: Settings) -> AsyncIterator[App]:
 @pytest.fixture
 async def tree(app: App) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
     """A document's finished tree, a task outside it, and a client of the server."""
-    root = await app.enqueue_async("whole", {})
+    root = await app.enqueue_async("whole", {}, tenant="acme")  # the children inherit it
     async with (
         Running(Worker(app, concurrency=4)),
         serving(app) as url,
@@ -169,7 +169,7 @@ async def test_a_trees_costs_by_agent_and_model(tree: tuple[httpx.AsyncClient, i
 async def test_per_agent_totals_count_a_childs_cost_once_under_its_own_agent(
     tree: tuple[httpx.AsyncClient, int],
 ) -> None:
-    client, _ = tree
+    client, root = tree
     items = await listed(client)
     own: dict[str, float] = {}
     for item in items.values():
@@ -184,6 +184,14 @@ async def test_per_agent_totals_count_a_childs_cost_once_under_its_own_agent(
             sum(i["cost"]["total_usd"] for i in items.values()), abs=EXACT
         )
         assert body["totals"]["input_tokens"] == 6400  # 1000 + 400 + 4000 + the lone 1000
+    # Per tenant: the tree's tasks all in acme's row, once; the lone page has no tenant.
+    document = items[root]
+    lone = next(i for i in items.values() if i["id"] != root and i["root_id"] is None)
+    tenants = (await client.get("/api/costs", params={"group_by": "tenant"})).json()["rows"]
+    assert {r["tenant"]: (r["tasks"], r["input_tokens"]) for r in tenants} == {
+        "acme": (6, document["tree_cost"]["input_tokens"]),
+        "": (1, lone["cost"]["input_tokens"]),
+    }
     # The dashboard's tiles and agents table: the same, from the rollups.
     metrics = (await client.get("/api/metrics")).json()
     assert metrics["tokens"]["input"] == 6400
