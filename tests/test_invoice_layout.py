@@ -1238,3 +1238,14 @@ def test_a_table_over_two_pages_keeps_its_footer_and_page_numbers_out_of_the_row
     items = data["line_items"]
     assert [item["description"] for item in items] == ["Maintenance", "Création du site"]
     assert [item["amount"] for item in items] == ["450.00", "2000.00"]
+
+
+def test_a_customer_number_label_is_no_buyer_heading() -> None:
+    from conveyor.agents.invoice_labels import party_heading
+    from conveyor.agents.invoice_rules import _BILL_TO
+
+    for text in ("Customer No.: C-1797", "Kunden-Nr.", "N° client", "Client ID 44"):
+        assert party_heading(text) is None, text
+        assert not _BILL_TO.match(text), text
+    assert party_heading("Customer") == ("buyer", 8)
+    assert _BILL_TO.match("Customer: Acme Ltd")

@@ -256,6 +256,22 @@ DISTRACTORS = {
     "es": ("Nº cliente", "Fecha de entrega"),
     "it": ("Codice cliente", "Data consegna"),
 }
+WEEKDAYS = {
+    "en": "Monday Tuesday Wednesday Thursday Friday Saturday Sunday",
+    "de": "Montag Dienstag Mittwoch Donnerstag Freitag Samstag Sonntag",
+    "fr": "lundi mardi mercredi jeudi vendredi samedi dimanche",
+    "nl": "maandag dinsdag woensdag donderdag vrijdag zaterdag zondag",
+    "es": "lunes martes miércoles jueves viernes sábado domingo",
+    "it": "lunedì martedì mercoledì giovedì venerdì sabato domenica",
+}
+NO_TAX = {
+    "en": "VAT not applicable: small business exemption.",
+    "de": "Gemäß § 19 UStG wird keine Umsatzsteuer berechnet.",
+    "fr": "TVA non applicable, art. 293 B du CGI",
+    "nl": "Vrijgesteld van BTW op grond van artikel 25 Wet OB.",
+    "es": "Operación exenta de IVA según el artículo 20 de la Ley 37/1992.",
+    "it": "Operazione esente IVA ai sensi dell'art. 10 DPR 633/72.",
+}
 PAGE2 = {
     "en": ("Page 1 of 2", "Page 2 of 2"),
     "de": ("Seite 1 von 2", "Seite 2 von 2"),
@@ -370,6 +386,13 @@ def make(seed: int):
     if EXTRA and xr.random() < 0.15:
         habit["money"] = "ch"
     habit["curly"] = EXTRA and habit["money"] == "ch" and xr.random() < 0.5
+    habit["no_tax"] = EXTRA and xr.random() < 0.12
+    habit["title_number"] = EXTRA and xr.random() < 0.2
+    habit["weekday"] = EXTRA and xr.random() < 0.15
+    habit["cur_header"] = EXTRA and habit["cur"] == "none_label" and xr.random() < 0.5
+    if habit["no_tax"]:
+        habit["two_rates"] = False
+        tax, gross = Decimal("0.00"), net
     rates = [rate] * len(items)
     if habit["two_rates"]:
         other = next(r for r in RATES[lang] if r != rate)
@@ -395,6 +418,8 @@ def make(seed: int):
     vat_id = f"{v['vat']} {country}{rng.randint(100000000, 999999999)}"
     draw: list[tuple] = []  # (x, y, text, size, align)
     title = rng.choice(v["title"])
+    if habit["title_number"]:
+        title = f"{title} {number}"
     if habit["seller"] == "letterhead":
         draw += [
             (40, 50, seller_legal, 14, "l"),
@@ -432,6 +457,9 @@ def make(seed: int):
         (rng.choice(v["date"]), date_text(issue, lang, rng)),
         (rng.choice(v["due"]), date_text(due, lang, rng)),
     ]
+    if habit["weekday"]:
+        day = WEEKDAYS[lang].split()[issue.weekday()]
+        meta[1] = (meta[1][0], f"{day}, {date_text(issue, lang, xr)}")
     if habit["altdate"]:
         meta[1] = (meta[1][0], alt_date(issue, lang, xr))
         meta[2] = (meta[2][0], alt_date(due, lang, xr))
@@ -440,6 +468,8 @@ def make(seed: int):
         meta.insert(1, (customer_no, f"C-{xr.randint(100, 9999)}"))
         shipped = issue - datetime.timedelta(days=xr.randint(1, 9))
         meta.append((delivery, date_text(shipped, lang, xr)))
+    if habit["title_number"]:
+        meta.pop(0)
     if habit["cur"] == "none_label":
         meta.append(
             (
@@ -494,6 +524,8 @@ def make(seed: int):
     draw.append((bx, by + 37, CITIES[lang], 9, "l"))
     ty = max([260.0] + [d[1] + 40 for d in draw if d[1] < 700])
     cols = list(v["cols"][habit["cols"]])
+    if habit["cur_header"]:
+        cols[-1] = f"{cols[-1]} ({currency})"
     dx = 40 + (30 if habit["pos"] else 0)
     xs = [dx, 300, 400, 540]
     if habit["vatcol"]:
@@ -574,6 +606,9 @@ def make(seed: int):
     if habit["two_rates"]:
         sums = [sums[0]] + [(tax_label.format(r=r), t) for r, t in sorted(taxes.items())]
     sums.append((rng.choice(v["gross"]), gross))
+    if habit["no_tax"]:
+        sums = [sums[-1]]
+        draw.append((40, sy + 40, NO_TAX[lang], 8, "l"))
     for k, (label, value) in enumerate(sums):
         text = amt(value)
         if habit["curcol"]:
@@ -593,7 +628,7 @@ def make(seed: int):
         "currency": currency,
         "amount": str(gross),
         "amount_untaxed": str(net),
-        "amount_tax": str(tax),
+        "amount_tax": None if habit["no_tax"] else str(tax),
         "lines": [
             {"name": n, "qty": str(q), "price_unit": str(u), "price_subtotal": str(t)}
             for n, q, u, t in items

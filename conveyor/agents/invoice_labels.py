@@ -514,8 +514,13 @@ def sum_label(text: str) -> tuple[str, int] | None:
 
 @lru_cache(maxsize=65536)
 def party_heading(text: str) -> tuple[str, int] | None:
-    """(seller | buyer | other, end) when `text` starts with a party block's heading."""
-    return longest_label(_PARTIES, text)
+    """(seller | buyer | other, end) when `text` starts with a party block's heading; not
+    when a longer field label starts it ("Customer No.: C-17" is a number's label)."""
+    found = longest_label(_PARTIES, text)
+    field = field_label(text)
+    if found and field and field[1] > found[1]:
+        return None
+    return found
 
 
 @lru_cache(maxsize=65536)

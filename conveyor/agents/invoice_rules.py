@@ -69,8 +69,12 @@ _TITLE_NUMBER = re.compile(
     r"^(?:tax\s+invoice|invoice|bill)\s+(?:no\.?\s*|#\s*)?(?P<number>[A-Z0-9][\w/-]*\d[\w/-]*)$",
     re.IGNORECASE,
 )
+# "Customer No.:", "Client ID" label a number, not the customer.
+_NOT_A_NUMBER = r"(?!\s*(?:no\b|nr\b|number|#|id\b|n°|ref))"
 _BILL_TO = re.compile(
-    r"^(?:bill(?:ed)?\s*to|invoice\s*to|sold\s*to|customer|client)\b\s*:?\s*(?P<rest>.*)$",
+    r"^(?:bill(?:ed)?\s*to|invoice\s*to|sold\s*to|customer|client)\b"
+    + _NOT_A_NUMBER
+    + r"\s*:?\s*(?P<rest>.*)$",
     re.IGNORECASE,
 )
 _BILL_TO_INSIDE = re.compile(
