@@ -134,6 +134,17 @@ async def test_the_dashboards_task_list_shows_a_parents_progress_live(app: App, 
         children = page.locator("#recent td.children a.parent")
         await expect(children).to_have_count(3)
         await expect(children.first).to_have_text(f"of #{parent}")
+        # Top-level only: the children leave the table, the parent stays, and the URL keeps it.
+        await page.locator("#top-level").check()
+        await expect(page.locator("#recent tbody tr")).to_have_count(1)
+        await expect(page.locator(f'#recent tr[data-task="{parent}"]')).to_be_visible()
+        assert "top_level=1" in page.url
+        listed = (await client.get("/api/tasks", params={"top_level": "true"})).json()["items"]
+        assert [t["id"] for t in listed] == [parent]
+        await page.reload()
+        await expect(page.locator("#top-level")).to_be_checked()
+        await page.locator("#top-level").uncheck()
+        await expect(children).to_have_count(3)
         await children.first.click()
         await page.wait_for_url(f"{url}/tasks/{parent}")
         await expect(page.locator("#task-children")).to_contain_text("3 / 3 done")

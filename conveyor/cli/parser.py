@@ -149,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--agent")
     p.add_argument("--limit", type=_positive_int, default=20)
+    p.add_argument(
+        "--top-level", action="store_true", help="only tasks nobody spawned (no child tasks)"
+    )
     p.add_argument("--json", action="store_true", help="JSON, for scripts")
 
     p = command(

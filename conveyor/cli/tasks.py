@@ -55,7 +55,13 @@ async def cmd_submit(args: argparse.Namespace) -> int:
 
 async def cmd_tasks(args: argparse.Namespace) -> int:
     async with App(settings=settings_from(args)) as app, app.connection() as conn:
-        rows = await queue.list_tasks(conn, status=args.status, agent=args.agent, limit=args.limit)
+        rows = await queue.list_tasks(
+            conn,
+            status=args.status,
+            agent=args.agent,
+            limit=args.limit,
+            top_level=args.top_level,
+        )
     if args.json:
         print(json.dumps([dict(r) for r in rows], indent=2, default=str))
         return 0

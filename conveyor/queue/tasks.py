@@ -95,6 +95,7 @@ async def list_tasks(
     before_id: int | None = None,
     limit: int = 50,
     tenant: str | None = None,
+    top_level: bool = False,
 ) -> list[DictRow]:
     cur = await conn.execute(
         Q.tasks_list,
@@ -106,6 +107,7 @@ async def list_tasks(
             "until": until,
             "before_id": before_id,
             "limit": limit,
+            "top_level": top_level,
         },
     )
     return await cur.fetchall()

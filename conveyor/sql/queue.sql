@@ -379,11 +379,13 @@ ORDER BY attempt;
 -- name: tasks_list
 -- Newest first, a page at a time: the cursor is the last id seen (ids only grow, so pages
 -- stay stable while new tasks arrive). since/until bound created_at. A tenant of '' means
--- the tasks without one (as in GET /api/metrics).
+-- the tasks without one (as in GET /api/metrics). top_level keeps the tasks nobody spawned:
+-- a document's page-range children are newer than it and would push it off a short page.
 SELECT id, agent, status, priority, attempts, created_at, started_at, finished_at,
        split_part(error, E'\n', 1) AS error
 FROM tasks
 WHERE (%(status)s::text IS NULL OR status = %(status)s)
+  AND (NOT %(top_level)s::boolean OR parent_id IS NULL)
   AND (%(agent)s::text IS NULL OR agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR coalesce(tenant, '') = %(tenant)s)
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)

@@ -126,6 +126,9 @@ def _routes(api: FastAPI, app: App) -> None:
         until: Timestamp | None = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
         cursor: Annotated[str | None, Query(max_length=40)] = None,
+        top_level: Annotated[
+            bool, Query(description="only the tasks nobody spawned (no children listed)")
+        ] = False,
     ) -> TaskPage:
         """Tasks, newest first, a page at a time; filters combine. Each with its family:
         its parent and root, its children's progress, its own cost and its tree's."""
@@ -140,6 +143,7 @@ def _routes(api: FastAPI, app: App) -> None:
                 until=until,
                 before_id=before,
                 limit=limit + 1,
+                top_level=top_level,
             )
             # Read apart from the listing: index probes for this page's tasks only.
             usage = await metrics.task_usage(conn, [r["id"] for r in rows[:limit]])

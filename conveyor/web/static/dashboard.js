@@ -13,6 +13,7 @@
   const form = document.getElementById("filters");
   const indicator = document.getElementById("live");
   const recentBody = document.querySelector("#recent tbody");
+  const topLevel = document.getElementById("top-level");
 
   // -- filters: in the form, in the URL (shareable), in every request ----------------------
 
@@ -38,8 +39,15 @@
     return params.toString();
   }
 
+  // The Recent tasks table's own query: the filters, and "top-level only" when ticked (a
+  // list option, not a filter of the numbers above it; kept in the URL as top_level=1).
+  function listQuery() {
+    return query(Object.assign({ limit: RECENT }, topLevel.checked ? { top_level: "true" } : {}));
+  }
+
   function loadFiltersFromUrl() {
     const params = new URLSearchParams(location.search);
+    topLevel.checked = params.get("top_level") === "1";
     for (const name of ["status", "agent", "tenant"]) {
       if (params.get(name)) form.elements[name].value = params.get(name);
     }
@@ -67,6 +75,13 @@
   }
 
   form.addEventListener("change", filtersChanged);
+  topLevel.addEventListener("change", () => {
+    const params = new URLSearchParams(location.search);
+    if (topLevel.checked) params.set("top_level", "1"); else params.delete("top_level");
+    const search = params.toString();
+    history.replaceState(null, "", search ? `?${search}` : location.pathname);
+    refreshList();
+  });
   form.addEventListener("submit", (e) => { e.preventDefault(); filtersChanged(); });
   form.addEventListener("reset", () => setTimeout(filtersChanged, 0));
 
@@ -280,7 +295,7 @@
     try {
       const [metrics, tasks] = await Promise.all([
         fetch(`/api/metrics?${query()}`).then(ok),
-        fetch(`/api/tasks?${query({ limit: RECENT })}`).then(ok),
+        fetch(`/api/tasks?${listQuery()}`).then(ok),
       ]);
       if (mine !== generation) return; // a newer read (other filters) overtook this one
       renderMetrics(metrics);
@@ -295,7 +310,7 @@
   async function refreshList() {
     const mine = ++listGeneration;
     try {
-      const tasks = await fetch(`/api/tasks?${query({ limit: RECENT })}`).then(ok);
+      const tasks = await fetch(`/api/tasks?${listQuery()}`).then(ok);
       if (mine === listGeneration) renderRecent(tasks.items || []);
     } catch (err) {
       console.warn("dashboard: refresh of the tasks failed", err);
