@@ -225,17 +225,26 @@ def _einvoice(pdf: Path, text: DocumentText) -> Extraction | None:
     return from_pdf(pdf, text)
 
 
-def run(corpus: Path, path: str, held_out: tuple[str, ...] | None = None) -> list[Doc]:
+def rounds(corpus: Path) -> dict[str, int]:
+    """Each document's round of collection, by "source/NAME" (an index row without one: 1).
+    benchmarks/fresh scores a held-out round once when gathered and once at the end."""
+    return {_key(Path(row["file"])): int(row.get("round", 1)) for row in _index(corpus)}
+
+
+def run(
+    corpus: Path, path: str, held_out: tuple[str, ...] | None = None, round_: int | None = None
+) -> list[Doc]:
     """Every document of `corpus` read and scored; `held_out`: the sources not tuned on
     (None: the corpus's own split, see held_out_sources; a corpus kept for evaluation,
-    benchmarks/corpus, is held out whole)."""
+    benchmarks/corpus, is held out whole); `round_`: only that round's documents."""
     held_out = held_out_sources(corpus) if held_out is None else held_out
+    collected = rounds(corpus)
     folder = corpus / ("text-only" if path == "text-only" else "invoices")
     langs = languages(corpus)
     docs = []
     for pdf in sorted(folder.glob("*/*.pdf")):
         truth_file = pdf.with_suffix(".json")
-        if not truth_file.exists():
+        if not truth_file.exists() or round_ not in (None, collected.get(_key(pdf), 1)):
             continue
         truth = json.loads(truth_file.read_text())[0]
         source = pdf.parent.name
@@ -412,6 +421,7 @@ def main() -> int:
         action="store_true",
         help="the corpus is an evaluation set (benchmarks/corpus): every source held out",
     )
+    parser.add_argument("--round", type=int, help="only the documents of this round (index.json)")
     parser.add_argument(
         "--combine",
         type=Path,
@@ -423,7 +433,7 @@ def main() -> int:
     if args.combine:
         print("\n".join(reliability(combined(args.combine))))
         return 0
-    docs = run(args.corpus, args.path, ("*",) if args.evaluation else None)
+    docs = run(args.corpus, args.path, ("*",) if args.evaluation else None, args.round)
     lines = report(docs, args.path)
     if args.failures or args.held_out_failures:
         lines += failures(docs, args.held_out_failures)
