@@ -157,9 +157,9 @@ async def main_async(args: argparse.Namespace) -> int:
         print(f"{line}; load average {os.getloadavg()}")
         tasks = args.rounds * args.batch * 50
         exchange_us = statistics.mean(wall["enabled"])
-        for name, calls, total_ms in in_server:
+        for function, calls, total_ms in in_server:
             print(
-                f"in the server, {name}: {calls} calls ({calls / tasks:.3f} per task), "
+                f"in the server, {function}: {calls} calls ({calls / tasks:.3f} per task), "
                 f"{total_ms * 1e3 / max(calls, 1):.1f} us per call, "
                 f"{total_ms * 1e3 / tasks:.2f} us per task = "
                 f"{total_ms * 1e3 / tasks / exchange_us:.2%} of the exchange's "
