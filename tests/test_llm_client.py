@@ -484,3 +484,35 @@ async def test_an_abandoned_stream_closes_while_the_server_writes_and_it_stops()
         sent = model.sent
     assert 1.0 <= ended < 2.0
     assert sent < 100  # it stopped about when the client left, far from the 400 tokens
+
+
+async def test_a_bound_above_what_the_model_can_write_is_dropped_once() -> None:
+    """A server that refuses max_tokens as too large (OpenAI's 400 for a model with a
+    smaller output limit) is asked again without it, and so is every later request to
+    that server and model: the bound is a guard, not a reason to fail."""
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        seen.append(body)
+        if body.get("max_tokens", 0) > 4096:
+            message = (
+                "max_tokens is too large: 20000. This model supports at most 4096 "
+                "completion tokens, whereas you provided 20000."
+            )
+            return httpx.Response(400, json={"error": {"message": message, "type": "x"}})
+        return httpx.Response(200, json=_completion('{"x": 3}'))
+
+    http = _server(handler)
+    client = LLMClient(
+        stream=False, model="m-4k", base_url="http://llm.invalid/v1", http_client=http
+    )
+    question = [{"role": "user", "content": "q"}]
+    try:
+        for _ in range(2):
+            got = await client.extract(None, question, Point, name="p", max_tokens=20000)
+            assert got == Point(x=3)
+    finally:
+        await client.aclose()
+    assert ["max_tokens" in b for b in seen] == [True, False, False]
+    assert (client.requests, client.refusals) == (3, 1)

@@ -19,12 +19,19 @@ from conveyor.agents.documents import (
 )
 from conveyor.agents.grounding import Evidence
 from conveyor.agents.hybrid import extract_hybrid, merged, plan_for
-from conveyor.agents.llm import extract_llm, merge, overhead_tokens
+from conveyor.agents.llm import (
+    answer_limit,
+    chunk_text_pages,
+    extract_llm,
+    merge,
+    overhead_tokens,
+    text_tokens,
+)
 from conveyor.agents.regions import excerpt_of, regions
 from conveyor.documents.submit import submit_files
 from conveyor.documents.text import DocumentText, PageText, extract_text
 from conveyor.documents.types import Extraction, Invoice, make_extraction
-from conveyor.llm.client import LLMClient
+from conveyor.llm.client import LLMAnswerCut, LLMClient
 from conveyor.llm.estimates import Correction
 from conveyor.settings import Settings
 from conveyor.testing.answers import TruthResponder, skeleton
@@ -535,3 +542,29 @@ def test_a_date_under_its_label_in_a_header_row_is_a_region() -> None:
     found = regions(document, ["due_date", "issue_date"])
     assert "6/24/2017" in found["due_date"].text(document)
     assert "6/18/2017" in found["issue_date"].text(document)
+
+
+async def test_an_answer_that_goes_on_is_cut_at_its_bound() -> None:
+    """A model that loops (held to a grammar, it may write until the server's context is
+    full) is cut at twice the text it reads plus the type's answer budget: a clear,
+    permanent error in llm mode, the rules' reading in hybrid."""
+    caps: list[int | None] = []
+
+    def looping(request: ChatCompletionRequest) -> str:
+        caps.append(request.max_tokens)
+        return '{"number": "' + "1234567890" * 20_000 + '"}'
+
+    invoice = make_invoice(7)
+    text = extract_text(invoice.pdf)
+    simulator = Simulator(responder=looping, base_latency=0, per_token_latency=0)
+    async with simulator.serving() as url:
+        client = LLMClient(model="sim-loop", base_url=f"{url}/v1")
+        try:
+            with pytest.raises(LLMAnswerCut):
+                await extract_llm(client, a_task(), text, "invoice", name=invoice.name)
+            kept = await extract_hybrid(client, a_task(), text, "invoice", name=invoice.name)
+        finally:
+            await client.aclose()
+    page = chunk_text_pages(text.pages, 10_000)[0]
+    assert caps[-1] == answer_limit("invoice", page) == 2 * text_tokens(page.text) + 600
+    assert kept.extractor == "hybrid:sim-loop"

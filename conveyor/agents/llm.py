@@ -18,6 +18,13 @@ How the answers become one. Per type:
 - generic: key-value pairs concatenated, exact repeats dropped.
 Chunks that disagree on a field keep the first value, with a note and a lower confidence.
 
+How long an answer may be (`answer_limit`, sent as `max_tokens`): twice the chunk's text
+(a page restated as JSON, keys and all) plus the type's answer budget. An answer can say
+no more than what it reads; one that goes on is a loop, and a model held to a grammar may
+loop until the server's context is full (seen with the stock llama.cpp server: 1,088
+tokens and counting for an invoice without line items, 14 minutes on a CPU). Bounded, it
+is cut: a clear, permanent attempt error (`LLMAnswerCut`), or the rules' reading in hybrid.
+
 Confidence. Each field found scores 0.95; 0.6 when chunks disagreed on it; 0.4 when its
 value is not printed in the document's text (`conveyor.agents.grounding`: a misread or
 invented value, the error cross-checks cannot see); 0.1 when the model's value for it did
@@ -94,6 +101,12 @@ class Chunk:
 
 def text_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def answer_limit(doc_type: str, chunk: Chunk) -> int:
+    """The most tokens an answer about `chunk` may take (the module says why)."""
+    read = text_tokens(chunk.text) + TOKENS_PER_PAGE * len(chunk.images)
+    return 2 * read + ANSWER_TOKENS.get(doc_type, ANSWER_TOKENS["generic"])
 
 
 def overhead_tokens(doc_type: str) -> int:
@@ -290,6 +303,7 @@ async def extract_llm(
                 model,
                 name=doc_type,
                 json_schema=schema,
+                max_tokens=answer_limit(doc_type, chunk),
                 deadline=deadline,
             )
         salvaged.extend(answer.dropped)

@@ -228,15 +228,25 @@ class LLMClient:
         while True:
             system = formats.instructions(rung, wanted)
             stream = self.stream and formats.streams(self.base_url, self.model)
+            bound = max_tokens if formats.bounds(self.base_url, self.model) else None
             try:
                 content = await self._complete(
                     task,
                     [system, *messages] if system else list(messages),
                     formats.response_format(rung, name, wanted),
-                    max_tokens,
+                    bound,
                     deadline,
                     stream,
                 )
+            except _LimitRefused as exc:
+                # A bound above what the model can write: its own limit bounds it instead.
+                self.refusals += 1
+                log.info(
+                    "the endpoint refused the answer's bound: requests go without it",
+                    extra=fields(model=self.model, reason=str(exc)),
+                )
+                formats.remember_unbounded(self.base_url, self.model)
+                continue
             except _StreamRefused as exc:
                 self.refusals += 1
                 log.info(
@@ -317,6 +327,8 @@ class LLMClient:
                 text = _message(exc)
                 if stream and formats.is_stream_refusal(exc.status_code, text):
                     raise _StreamRefused(f"{exc.status_code}: {text}") from None
+                if max_tokens is not None and formats.is_limit_refusal(exc.status_code, text):
+                    raise _LimitRefused(f"{exc.status_code}: {text}") from None
                 if response_format is not None and formats.is_format_refusal(exc.status_code, text):
                     raise _FormatRefused(f"{exc.status_code}: {text}") from None
                 what = f"the model endpoint answered {exc.status_code}: {text}"
@@ -460,6 +472,10 @@ def prompt_tokens(messages: Sequence[Message]) -> int:
 
 class _StreamRefused(Exception):
     """The server refused to stream (not the request): ask it again unstreamed."""
+
+
+class _LimitRefused(Exception):
+    """The server refused the answer's bound (max_tokens), not the request: ask unbounded."""
 
 
 class _FormatRefused(Exception):

@@ -58,8 +58,11 @@ _NAMES_THE_FORMAT = re.compile(
 
 _NAMES_STREAMING = re.compile(r"\bstream", re.IGNORECASE)
 
+_NAMES_THE_LIMIT = re.compile(r"max_(?:completion_)?tokens|completion tokens", re.IGNORECASE)
+
 _known: dict[tuple[str | None, str], int] = {}
 _unstreamed: set[tuple[str | None, str]] = set()  # servers that refused streaming
+_unbounded: set[tuple[str | None, str]] = set()  # models that refused an answer's bound
 _known_lock = threading.Lock()  # clients of several threads (benchmarks) share the memory
 
 
@@ -85,11 +88,30 @@ def remember_unstreamed(base_url: str | None, model: str) -> None:
         _unstreamed.add((base_url, model))
 
 
+def bounds(base_url: str | None, model: str) -> bool:
+    """Whether to send an answer's bound (`max_tokens`) to this server and model: yes
+    until it refused one (a model whose output limit is below the bound asked)."""
+    with _known_lock:
+        return (base_url, model) not in _unbounded
+
+
+def remember_unbounded(base_url: str | None, model: str) -> None:
+    with _known_lock:
+        _unbounded.add((base_url, model))
+
+
 def forget_all() -> None:
     """Start afresh (tests)."""
     with _known_lock:
         _known.clear()
         _unstreamed.clear()
+        _unbounded.clear()
+
+
+def is_limit_refusal(status: int, message: str) -> bool:
+    """Whether an error answer refuses the answer's bound (`max_tokens` above what the
+    model can write: "max_tokens is too large") rather than the request."""
+    return status in REFUSAL_STATUSES and bool(_NAMES_THE_LIMIT.search(message))
 
 
 def is_stream_refusal(status: int, message: str) -> bool:
