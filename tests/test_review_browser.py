@@ -24,8 +24,6 @@ from tests.browser import close_page, open_page, sign_in
 from tests.conftest import wait_for
 from tests.test_reviews import ALICE, BOB, TOKENS, Desk, desk
 
-LIVE_MS = 5000
-
 
 async def signed_in(browser: Browser, url: str, token: str) -> Page:
     """A reviewer's page, signed in with their token (its own context: its own cookie)."""
@@ -72,13 +70,13 @@ async def test_a_reviewer_corrects_a_field_and_the_task_shows_the_version_and_tr
         try:
             # Polling practically off: only the event stream can show the new review.
             await page.goto(f"{url}/reviews?poll=3600")
-            await expect(page.locator("#live")).to_have_text("live", timeout=LIVE_MS)
+            await expect(page.locator("#live")).to_have_text("live")
             await expect(page.locator("#queue tbody")).to_contain_text("nothing waits")
 
             task_id, wrong, right = await reviewed_invoice(d, tmp_path, 7)
             await completed(d, task_id)
             row = page.locator(f'#queue tr[data-task="{task_id}"]')
-            await expect(row).to_be_visible(timeout=LIVE_MS)
+            await expect(row).to_be_visible()
             await expect(page.locator("#backlog")).to_contain_text("invoice")
 
             await row.locator("a.review-link").click()
