@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,6 +21,10 @@ class Usage:
     # model -> [input, output] tokens: an attempt that calls several models is priced
     # model by model (see conveyor.llm.pricing).
     by_model: dict[str, list[int]] = field(default_factory=dict)
+    # time.monotonic() of the latest call reported (when its request was sent, if the caller
+    # said so): the worker turns it into how long before the attempt's end that was, for the
+    # token window (task_attempts.last_call_at). Meaningful only in the process that took it.
+    last_call: float | None = None
 
 
 @dataclass
@@ -58,8 +63,17 @@ class Task:
         return [] if self.children_reader_sync is None else self.children_reader_sync()
 
     def report_usage(
-        self, *, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0
+        self,
+        *,
+        model: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        sent_at: float | None = None,
     ) -> None:
+        """Add one model call's tokens to the attempt. `sent_at`: the time.monotonic() at
+        which its request was sent, if known; otherwise the call counts as made now, which
+        is never earlier than it was. The agent's token window counts an attempt's tokens
+        until a window after its last call (docs/limits.md)."""
         for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
@@ -71,3 +85,6 @@ class Task:
         self.usage.input_tokens += input_tokens
         self.usage.output_tokens += output_tokens
         self.usage.calls += 1
+        made = time.monotonic() if sent_at is None else min(sent_at, time.monotonic())
+        if self.usage.last_call is None or made > self.usage.last_call:
+            self.usage.last_call = made

@@ -13,13 +13,21 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from conveyor import App, NewTask, UnknownAgent, queue
+from conveyor import App, NewTask, Task, TaskStatus, UnknownAgent, queue
 from conveyor.queue import Outcome
 from conveyor.settings import Settings
+from conveyor.worker import Worker
+from tests.conftest import wait_for
+from tests.test_worker import Running
 
 
 async def _noop(task: Any) -> None:
     return None
+
+
+async def _call_then_work(task: Task) -> None:
+    task.report_usage(model="m", input_tokens=100, output_tokens=10)
+    await asyncio.sleep(0.5)  # the work after the call, not a wait for anything
 
 
 @pytest.fixture
@@ -29,6 +37,7 @@ async def app(settings: Settings) -> Any:
     app.agent("budget", max_tpm=10_000)(_noop)
     app.agent("paced", max_rpm=5)(_noop)
     app.agent("free")(_noop)
+    app.agent("caller", max_tpm=10_000)(_call_then_work)
     app.agent("estimated", max_tpm=10_000, estimate_tokens=lambda payload: 100 * payload["pages"])(
         _noop
     )
@@ -159,6 +168,56 @@ async def test_an_attempt_that_ended_within_the_window_holds_all_its_tokens(
     )
     assert (await _limits(conn, "budget"))["tokens"] == 6000
     assert await claim(conn, ["budget"]) == [], "6,000 + 6,000 of 10,000"
+
+
+@pytest.mark.parametrize(("since_last_call", "held"), [(65.0, 0), (30.0, 6000)])
+async def test_tokens_count_until_a_window_after_the_last_call(
+    app: App, conn: Any, since_last_call: float, held: int
+) -> None:
+    """The attempt began 100 s ago and ends now; its last call was `since_last_call` s
+    before its outcome. Every request went out by that call, so its tokens leave the window
+    a window after it: 65 s ago frees them all, 30 s ago holds them all."""
+    await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=6000) for _ in range(2)])
+    (first,) = await claim(conn, ["budget"])
+    await conn.execute("UPDATE task_attempts SET started_at = now() - interval '100 s'")
+    await queue.finish(
+        conn,
+        [
+            Outcome(
+                first.id,
+                first.attempt,
+                "succeeded",
+                result="null",
+                input_tokens=6000,
+                output_tokens=0,
+                since_last_call=since_last_call,
+            )
+        ],
+    )
+    assert (await _limits(conn, "budget"))["tokens"] == held
+    assert len(await claim(conn, ["budget"])) == (1 if held == 0 else 0)
+
+
+async def test_the_worker_says_when_the_last_call_was(app: App, conn: Any) -> None:
+    """An agent that reports its call, then works on for half a second: the attempt's
+    last_call_at is at least that long before its end, and not before its start."""
+
+    task_id = await app.enqueue_async("caller", {})
+    async with Running(Worker(app, concurrency=1)):
+        await wait_for(
+            lambda: _status(app, task_id, TaskStatus.COMPLETED), timeout=30, what="the task"
+        )
+    cur = await conn.execute(
+        "SELECT started_at, finished_at, last_call_at FROM task_attempts WHERE task_id = %s",
+        (task_id,),
+    )
+    row = await cur.fetchone()
+    assert row["started_at"] <= row["last_call_at"]
+    assert (row["finished_at"] - row["last_call_at"]).total_seconds() >= 0.5
+
+
+async def _status(app: App, task_id: int, status: TaskStatus) -> bool:
+    return (await app.get_task_async(task_id)).status == status
 
 
 async def test_the_window_is_read_by_its_index(app: App, conn: Any) -> None:

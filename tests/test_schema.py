@@ -23,7 +23,7 @@ EXPECTED_COLUMNS = {
     "task_attempts": set(
         """id task_id attempt agent worker_id run_id trace_id status started_at finished_at
         model input_tokens output_tokens llm_cost_usd compute_cost_usd error late_outcome
-        reserved_tokens""".split()
+        reserved_tokens last_call_at""".split()
     ),
     "agents": set(
         """name max_attempts lease_seconds registered_at last_seen_at max_concurrent max_tpm

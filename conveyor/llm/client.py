@@ -36,6 +36,7 @@ import asyncio
 import json
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -300,6 +301,9 @@ class LLMClient:
         if limit <= 0:
             raise LLMUnavailable("the task's deadline passed before the model was asked")
         self.requests += 1
+        # When the request went out: the token window holds the attempt's tokens until a
+        # window after its last request (docs/limits.md, "What the window counts").
+        sent = time.monotonic()
         with tracing.model_call_span(self.system, self.model) as call:
             try:
                 # The whole request is bounded, not each read: a server that trickles
@@ -358,6 +362,7 @@ class LLMClient:
                 model=self.model,
                 input_tokens=reply.input_tokens,
                 output_tokens=reply.output_tokens,
+                sent_at=sent,
             )
         return reply.checked()
 

@@ -156,6 +156,7 @@ def _arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
         "llm_costs": [o.llm_cost_usd for o in outcomes],
         "compute_rates": [o.compute_usd_per_hour for o in outcomes],
         "run_ids": [o.run_id for o in outcomes],
+        "since_last_call": [o.since_last_call for o in outcomes],
     }
 
 

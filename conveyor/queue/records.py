@@ -91,6 +91,9 @@ class Outcome:
     llm_cost_usd: float | None = None
     compute_usd_per_hour: float | None = None  # None: the rate on the agent's row
     run_id: str | None = None  # where it ran, if not recorded yet (a run id is written once)
+    # Seconds from the attempt's last model call to this outcome, by the worker's clock
+    # (task_attempts.last_call_at); None: unknown, the window counts from the attempt's end.
+    since_last_call: float | None = None
     agent: str | None = None  # for the worker's own bookkeeping (throttling); not written
 
 

@@ -260,7 +260,7 @@ FROM conveyor_end_attempts(
     %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
     %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[],
     %(started_after)s::float8[], %(trace_ids)s::text[], %(llm_costs)s::numeric[],
-    %(compute_rates)s::float8[], %(run_ids)s::text[]);
+    %(compute_rates)s::float8[], %(run_ids)s::text[], %(since_last_call)s::float8[]);
 
 -- name: tasks_renew_leases
 -- Extend the leases of the attempts a worker is running. Fenced by attempt like every

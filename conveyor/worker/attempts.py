@@ -147,6 +147,9 @@ class Attempts:
             ),
             compute_usd_per_hour=attempt.compute_usd_per_hour,
             run_id=attempt.run_id,
+            since_last_call=(
+                None if usage.last_call is None else max(0.0, time.monotonic() - usage.last_call)
+            ),
         )
 
     def outcome(self, claimed: ClaimedTask, kind: AttemptOutcome, **values: Any) -> Outcome:

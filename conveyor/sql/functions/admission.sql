@@ -54,15 +54,16 @@ $$;
 -- next claim, a few ms later and before the pause is recorded, would send another request
 -- into the full window, and each refusal would make room for the next.
 --
--- A finished attempt's tokens count, all of them, until a window after its end. An
--- endpoint counts a request's tokens for a window from the moment it was sent, and all
--- that is known of an attempt's requests is that they were sent between its start and its
--- end: the last one may have gone out just before its end (a fast answer, after the
--- attempt had read its document first), so any earlier release can admit a request into a
--- window the endpoint still holds full. Spreading the tokens over the attempt's
--- span instead was measured: 9 x 429 in 509 requests with the budget declared, against 0
--- (docs/limits.md, "What the window counts"). Counting from the requests themselves needs
--- the moment each was sent, which the attempt does not record.
+-- A finished attempt's tokens count, all of them, until a window after its last model
+-- call (task_attempts.last_call_at: when the last request was sent, or reported), else
+-- after its end. An endpoint counts a request's tokens for a window from the moment it
+-- was sent, and every request of the attempt was sent by its last call: so no earlier
+-- release is safe without knowing each request's moment, and none later is needed. What
+-- the attempt did after its last call (a merge, a validation, the wait for the worker's
+-- next exchange) no longer holds the budget. Spreading the tokens over the attempt's span
+-- instead was measured: 9 x 429 in 509 requests with the budget declared, against 0
+-- (docs/limits.md, "What the window counts"): the last request may go out just before the
+-- end. The index range stays on finished_at (never before last_call_at).
 --
 -- SETOF record, of one row: a set-returning SQL function is inlined into the query that
 -- calls it, so the scan below is planned there, with the agent and window it is given, and
@@ -91,7 +92,9 @@ LANGUAGE sql STABLE AS $$
         FROM task_attempts w
         WHERE w.agent = p_agent
           AND (w.finished_at IS NULL
-               OR w.finished_at > now() - make_interval(secs => p_window))
+               OR (w.finished_at > now() - make_interval(secs => p_window)
+                   AND coalesce(w.last_call_at, w.finished_at)
+                       > now() - make_interval(secs => p_window)))
     ) u
 $$;
 

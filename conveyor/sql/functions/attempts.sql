@@ -64,7 +64,10 @@ CREATE OR REPLACE FUNCTION conveyor_end_attempts(
     p_trace_ids text[], p_llm_costs numeric[], p_compute_rates double precision[],
     -- Where the attempt ran, when its executor learnt it only at the end (a Ray task's
     -- node): written here rather than in a round trip of its own.
-    p_run_ids text[] DEFAULT NULL
+    p_run_ids text[] DEFAULT NULL,
+    -- Seconds from the attempt's last model call to its outcome, by the worker's clock
+    -- (task_attempts.last_call_at, migration 0013).
+    p_since_last_call double precision[] DEFAULT NULL
 ) RETURNS TABLE (task_id bigint, attempt integer, applied boolean, status text)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
@@ -77,10 +80,10 @@ BEGIN
                clock_timestamp() AS ended_at
         FROM unnest(p_task_ids, p_attempts, p_outcomes, p_results, p_errors, p_retry_delays,
                     p_models, p_input_tokens, p_output_tokens, p_started_after, p_trace_ids,
-                    p_llm_costs, p_compute_rates, p_run_ids)
+                    p_llm_costs, p_compute_rates, p_run_ids, p_since_last_call)
              AS o(task_id, attempt, outcome, result, error, retry_delay, model,
                   input_tokens, output_tokens, started_after_s, trace_id, llm_cost,
-                  compute_rate, run_id)
+                  compute_rate, run_id, since_last_call)
     ), decided AS (
         SELECT o.*,
                CASE
@@ -168,6 +171,14 @@ BEGIN
             started_at = CASE WHEN e.id IS NULL THEN a.started_at
                               ELSE a.started_at + make_interval(secs => o.started_after) END,
             finished_at = CASE WHEN e.id IS NULL THEN a.finished_at ELSE o.ended_at END,
+            -- The outcome's clock reading less the worker's "so long ago": not earlier than
+            -- the call, since the reading is taken after the worker sent the outcome; not
+            -- before the attempt's start.
+            last_call_at = CASE
+                WHEN e.id IS NULL OR o.since_last_call IS NULL THEN a.last_call_at
+                ELSE greatest(a.started_at + make_interval(secs => o.started_after),
+                              o.ended_at - make_interval(secs => o.since_last_call))
+            END,
             error = CASE WHEN e.id IS NULL THEN a.error ELSE o.error END,
             late_outcome = CASE WHEN e.id IS NULL THEN coalesce(a.late_outcome, o.outcome) END,
             -- Usage is recorded once per attempt: the first report wins, a repeat changes

@@ -1,0 +1,13 @@
+-- When an attempt made its last model call (conveyor.task.Task.report_usage), for the token
+-- window (conveyor_usage in conveyor/sql/functions/admission.sql): every request of the
+-- attempt was sent by then, so its tokens leave the endpoint's window no later than a
+-- window after it, however long the attempt went on after its last call (a merge, a
+-- validation, the wait for the worker's next exchange). NULL: nothing said when (no call
+-- reported, or an attempt ended by the sweeper, a cancel or a callback); the window then
+-- counts from finished_at, as before.
+--
+-- Written from the worker's own clock without comparing clocks: the worker sends how long
+-- before the outcome the last call was made, and the database subtracts that from the
+-- moment it records the outcome, which is later than the worker's. So last_call_at is
+-- never earlier than the call really was.
+ALTER TABLE task_attempts ADD COLUMN last_call_at timestamptz;
