@@ -542,6 +542,12 @@ def test_a_date_under_its_label_in_a_header_row_is_a_region() -> None:
     found = regions(document, ["due_date", "issue_date"])
     assert "6/24/2017" in found["due_date"].text(document)
     assert "6/18/2017" in found["issue_date"].text(document)
+    # A label qualified at length up to a colon: its value is what follows the colon.
+    text = "Invoice date (as required by section 12 of the act): 01.03.2024"
+    document = DocumentText(
+        pages=[PageText(number=1, text=text, has_text_layer=True, chars=len(text))]
+    )
+    assert "01.03.2024" in regions(document, ["issue_date"])["issue_date"].text(document)
 
 
 async def test_an_answer_that_goes_on_is_cut_at_its_bound() -> None:

@@ -154,8 +154,13 @@ def _around(pages: Sequence[PageText], labels: Labels) -> set[tuple[int, int]]:
 
 def _in_a_sentence(line: str, hit: Hit, on: Sequence[Hit]) -> bool:
     """Whether a label runs on into a sentence: more words follow it on its line, other
-    labels' words apart (a header row of labels), than a value has."""
+    labels' words apart (a header row of labels), than a value has. A label qualified up
+    to a colon ("Data wystawienia, z zastrzeżeniem art. 106na ust. 1 ustawy: 2023-11-30")
+    has its value after the colon."""
     words, start = 0, hit.end
+    colon = line.find(":", hit.end)
+    if colon >= 0 and not any(hit.end <= h.start < colon for h in on):
+        start = colon + 1
     for other in sorted((h for h in on if h.start >= hit.end), key=lambda h: h.start):
         words += len(line[start : other.start].split())
         start = max(start, other.end)
