@@ -8,8 +8,10 @@ which copies a few files instead of running the migrations again.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import secrets
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -42,7 +44,11 @@ def server_url() -> Iterator[str]:
         return
     from conveyor.db.embedded import EmbeddedPostgres
 
-    folder = Path(tempfile.gettempdir()) / f"conveyor-test-pg-{os.getuid()}"
+    # One server per installation, shared by its concurrent test sessions: a server adopted
+    # from another virtual environment runs that one's binaries, and once that environment
+    # is removed its new backends cannot load plpgsql.
+    install = hashlib.sha1(sys.prefix.encode()).hexdigest()[:8]
+    folder = Path(tempfile.gettempdir()) / f"conveyor-test-pg-{os.getuid()}-{install}"
     # Test databases are thrown away: fsync buys nothing here, and every CREATE DATABASE
     # from the template checkpoints, which with fsync on is most of a test's set-up time.
     server = EmbeddedPostgres(folder, settings={"fsync": "off", "full_page_writes": "off"})
