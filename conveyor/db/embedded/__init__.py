@@ -71,7 +71,9 @@ Layout of ``data_dir`` (nothing is written outside it)::
 * **Orphans**: if the process(es) using the server were SIGKILLed, the server keeps running,
   and the next :meth:`start` *adopts* it if it answers on our port with our data directory
   (``select current_setting('data_directory')``).  Otherwise -- hung, crashed, half started,
-  or a ``postmaster.pid`` left by a dead server, possibly naming a recycled pid -- it kills
+  or a ``postmaster.pid`` left by a dead server, possibly naming a recycled pid, or a server
+  whose binaries were removed or replaced since it started (a package upgrade, the virtual
+  environment that started it deleted: its new backends could not load plpgsql) -- it kills
   that postmaster (SIGQUIT, then SIGKILL for it and its children), removes the stale
   ``postmaster.pid`` and starts afresh; PostgreSQL's crash recovery does the rest.
   All of this happens under ``data_dir/lock``, so concurrent starts don't race.

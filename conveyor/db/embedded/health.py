@@ -7,7 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conveyor.db.embedded.layout import EmbeddedPostgresError
-from conveyor.db.embedded.processes import PidFile, is_postmaster_of, pid_alive, poll
+from conveyor.db.embedded.processes import (
+    PidFile,
+    binaries_gone,
+    is_postmaster_of,
+    pid_alive,
+    poll,
+)
 
 
 def probe(url: str, port: int, pgdata: Path) -> str | None:
@@ -39,6 +45,10 @@ def check_existing(
         return "its postmaster is gone"
     if not is_postmaster_of(pidfile.pid, pgdata):
         return f"pid {pidfile.pid} is now another program"
+    if binaries_gone(pidfile.pid):
+        # The package was upgraded, or the environment that started it removed: adopting
+        # it would fail later, at the first migration that needs plpgsql.
+        return "the binaries it was started from were removed or replaced since"
 
     # A server still starting up (e.g. crash recovery) gets the full timeout to be ready.
     def settled() -> bool:

@@ -67,6 +67,16 @@ def cmdline(pid: int) -> list[str] | None:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
+def binaries_gone(pid: int) -> bool:
+    """Whether the program `pid` runs was deleted or replaced since it started (Linux shows
+    its link as "... (deleted)"). A postmaster in that state runs on, but its new backends
+    cannot load PostgreSQL's own libraries (`could not access file "plpgsql"`)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe").endswith(" (deleted)")
+    except OSError:
+        return False  # no /proc, or not ours to read: nothing is known against it
+
+
 def is_postmaster_of(pid: int, pgdata: Path) -> bool:
     """Whether ``pid`` is a postmaster (``.../postgres -D <dir> ...``) for ``pgdata``.
 
