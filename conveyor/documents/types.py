@@ -51,6 +51,13 @@ def _to_decimal(value: object) -> object:
     return value
 
 
+# The pattern an amount or a quantity is written in, for a model: bounded, because a model
+# held to it by a grammar (llama.cpp's server) can otherwise write digits without end
+# ("12.00000000000000166666...", seen with a small model until the answer's token bound).
+# 15 digits before the point and 6 after hold any invoice's amounts and unit prices; the
+# validator itself reads any decimal.
+DECIMAL_PATTERN = r"^-?[0-9]{1,15}(\.[0-9]{1,6})?$"
+
 Money = Annotated[
     Decimal,
     BeforeValidator(_to_decimal),
@@ -59,7 +66,7 @@ Money = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "pattern": r"^-?[0-9]+(\.[0-9]+)?$",
+            "pattern": DECIMAL_PATTERN,
             "description": "a decimal amount as a string, '.' as decimal point, "
             "no thousands separators or currency sign, e.g. '1234.56'",
         }
@@ -75,7 +82,7 @@ Quantity = Annotated[
     WithJsonSchema(
         {
             "type": "string",
-            "pattern": r"^-?[0-9]+(\.[0-9]+)?$",
+            "pattern": DECIMAL_PATTERN,
             "description": "a decimal number as a string, e.g. '3' or '2.5'",
         }
     ),
