@@ -84,7 +84,8 @@ async def test_eight_processes_never_exceed_a_token_budget(
     producer: App, workers: list[WorkerProcess], conn: Any
 ) -> None:
     """10,000 tokens per 2 s window, 1,000 reserved and spent per task: at no start may
-    more than ten attempts be running or have finished within the window before it."""
+    more than ten attempts be running or have made their last call within the window before
+    it (their last_call_at; finished_at where none is known), as admission counts them."""
     await producer.enqueue_many_async(
         [NewTask("budgeted", {}, estimated_tokens=1000) for _ in range(60)]
     )
@@ -98,7 +99,8 @@ async def test_eight_processes_never_exceed_a_token_budget(
                JOIN task_attempts o
                  ON o.agent = s.agent
                 AND o.started_at <= s.started_at
-                AND (o.finished_at IS NULL OR o.finished_at > s.started_at - interval '2 s')
+                AND (o.finished_at IS NULL
+                     OR coalesce(o.last_call_at, o.finished_at) > s.started_at - interval '2 s')
                WHERE s.agent = 'budgeted'
                GROUP BY s.id) per_start"""
     )
