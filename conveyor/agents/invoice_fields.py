@@ -185,7 +185,7 @@ def _near_title(sheet: Sheet, index: int) -> bool:
 _VALUE_WORDS = 4  # a value is a few words; a sentence that holds a date is not one
 
 
-def _words(text: str) -> int:
+def value_words(text: str) -> int:
     """Words of `text` beside the dates it prints: a date is one value however many words
     its language writes it in ("1 de mayo de 2025", "3. März 2024")."""
     tokens = dates_in(text)
@@ -194,14 +194,16 @@ def _words(text: str) -> int:
     return len(text.split()) + len(tokens)
 
 
-def _short(text: str) -> bool:
-    return _words(text) <= _VALUE_WORDS + 2
+def is_value(text: str) -> bool:
+    """Whether `text` is short enough to be a label's value rather than prose: the rule
+    the invoice reader and the hybrid's regions (conveyor.agents.regions) both read by."""
+    return value_words(text) <= _VALUE_WORDS + 2
 
 
 def _date_from(sheet: Sheet, spots_text: list[str]) -> DateToken | None:
     for text in spots_text:
         tokens = dates_in(text)
-        if tokens and _short(text):
+        if tokens and is_value(text):
             return tokens[0]
     return None
 
@@ -222,10 +224,10 @@ def dates(
                     issue.append((token, SURE if label[0] == "issue" else FAIR, i))
             elif label and label[0] == "due":
                 spots = sheet.values_of(i, c, label[1], below=4)
-                if _words(cell.text) > _VALUE_WORDS + 3:
+                if value_words(cell.text) > _VALUE_WORDS + 3:
                     continue  # a sentence that begins with the word, not a label
                 for spot in spots:
-                    if not _short(spot.text):
+                    if not is_value(spot.text):
                         continue
                     tokens = dates_in(spot.text)
                     if tokens:
@@ -235,7 +237,7 @@ def dates(
             elif c == 0 and TITLE.match(fold(cell.text)):
                 number, rest = title_number(title_run(sheet, i, c))
                 words = rest.split()
-                if number and words and dates_in(words[0]) and _short(rest):
+                if number and words and dates_in(words[0]) and is_value(rest):
                     # "INVOICE NO. 98765432 1/1/2000": a date straight after the number.
                     issue.append((dates_in(words[0])[0], FAIR, i))
                 elif number and words and _DATE_WORD.match(words[0]):
@@ -264,7 +266,7 @@ def _due_in_a_phrase(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
     for i, line in enumerate(sheet.lines):
         for cell in line.cells:
             match = _DUE_PHRASE.search(fold(cell.text))
-            if match and _short(match.group("date")):
+            if match and is_value(match.group("date")):
                 tokens = dates_in(cell.text[match.start("date") :])
                 if tokens:
                     return [(tokens[0], FAIR, i)]
@@ -289,7 +291,7 @@ def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
             match = _PLACE_DATE.match(cell.text.strip())
             if match and not field_label(cell.text):
                 tokens = dates_in(match.group("date"))
-                if tokens and _short(match.group("date")):
+                if tokens and is_value(match.group("date")):
                     return [(tokens[0], FAIR, i)]
     return []
 

@@ -30,15 +30,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from conveyor.agents.invoice_fields import is_value
 from conveyor.agents.invoice_labels import field_label, party_heading, sum_label
 from conveyor.agents.values import dates_in
 from conveyor.documents.text import DocumentText, PageText
 
 Finder = Callable[[str], "tuple[str, int] | None"]
-
-# As the invoice rules read a label's value (conveyor.agents.invoice_fields): a value is a
-# few words; a label followed by more is a word of a sentence.
-VALUE_WORDS = 6
 
 
 def _prints_a_date(text: str) -> bool:
@@ -157,21 +154,22 @@ def _in_a_sentence(line: str, hit: Hit, on: Sequence[Hit]) -> bool:
     labels' words apart (a header row of labels), than a value has. A label qualified up
     to a colon ("Data wystawienia, z zastrzeżeniem art. 106na ust. 1 ustawy: 2023-11-30")
     has its value after the colon."""
-    words, start = 0, hit.end
+    pieces, start = [], hit.end
     colon = line.find(":", hit.end)
     if colon >= 0 and not any(hit.end <= h.start < colon for h in on):
         start = colon + 1
     for other in sorted((h for h in on if h.start >= hit.end), key=lambda h: h.start):
-        words += len(line[start : other.start].split())
+        pieces.append(line[start : other.start])
         start = max(start, other.end)
-    words += len(line[start:].split())
-    return words > VALUE_WORDS
+    pieces.append(line[start:])
+    # As the invoice rules read a label's value: a few words, a date counting as one.
+    return not is_value(" ".join(pieces))
 
 
 def _may_hold(labels: Labels, line: str) -> bool:
     """Whether a line next to a label may hold its value: any line, or for values only,
     a value's few words (a line of prose under a label is not its value)."""
-    return labels.values is None or len(line.split()) <= VALUE_WORDS
+    return labels.values is None or is_value(line)
 
 
 def _text_of(pages: Sequence[PageText], lines: set[tuple[int, int]]) -> str:
