@@ -41,7 +41,7 @@ import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -256,22 +256,10 @@ class LLMClient:
                     deadline,
                     stream,
                 )
-            except _LimitRefused as exc:
-                # A bound above what the model can write: its own limit bounds it instead.
+            except _OptionRefused as exc:
                 self.refusals += 1
-                log.info(
-                    "the endpoint refused the answer's bound: requests go without it",
-                    extra=fields(model=self.model, reason=str(exc)),
-                )
-                formats.remember_unbounded(self.base_url, self.model)
-                continue
-            except _StreamRefused as exc:
-                self.refusals += 1
-                log.info(
-                    "the endpoint refused streaming: requests go unstreamed from now on",
-                    extra=fields(model=self.model, reason=str(exc)),
-                )
-                formats.remember_unstreamed(self.base_url, self.model)
+                log.info(exc.consequence, extra=fields(model=self.model, reason=str(exc)))
+                exc.remember(self.base_url, self.model)
                 continue
             except _FormatRefused as exc:
                 self.refusals += 1
@@ -492,12 +480,33 @@ def prompt_tokens(messages: Sequence[Message]) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN) + 4 * len(messages)
 
 
-class _StreamRefused(Exception):
-    """The server refused to stream (not the request): ask it again unstreamed."""
+class _OptionRefused(Exception):
+    """The server refused one option of the request, not the request: it is asked again
+    without the option, and remembers that for the base URL and model (conveyor.llm.formats)."""
+
+    consequence: ClassVar[str]  # what the log says follows
+
+    def remember(self, base_url: str | None, model: str) -> None:
+        raise NotImplementedError
 
 
-class _LimitRefused(Exception):
-    """The server refused the answer's bound (max_tokens), not the request: ask unbounded."""
+class _StreamRefused(_OptionRefused):
+    """The server refused to stream: ask it again unstreamed."""
+
+    consequence = "the endpoint refused streaming: requests go unstreamed from now on"
+
+    def remember(self, base_url: str | None, model: str) -> None:
+        formats.remember_unstreamed(base_url, model)
+
+
+class _LimitRefused(_OptionRefused):
+    """The server refused the answer's bound (max_tokens), a bound above what the model can
+    write: its own limit bounds the answer instead."""
+
+    consequence = "the endpoint refused the answer's bound: requests go without it"
+
+    def remember(self, base_url: str | None, model: str) -> None:
+        formats.remember_unbounded(base_url, model)
 
 
 class _FormatRefused(Exception):
