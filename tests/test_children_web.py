@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -43,23 +44,33 @@ async def app(settings: Settings) -> AsyncIterator[App]:
     await app.aclose()
 
 
-async def test_a_parents_progress_shows_in_the_api_and_moves_on_its_page(
-    app: App, page: Page
-) -> None:
-    gates = app.gates  # type: ignore[attr-defined]
+@asynccontextmanager
+async def three_children_running(
+    app: App,
+) -> AsyncIterator[tuple[int, str, httpx.AsyncClient, Worker]]:
+    """A parent of agent `whole` whose three children run, held at their gates, with its
+    worker, the web app's URL and an HTTP client to it: (parent, url, client, worker)."""
     parent = await app.enqueue_async("whole", {})
     async with (
-        Running(Worker(app, concurrency=4)),
+        Running(Worker(app, concurrency=4)) as worker,
         serving(app) as url,
         httpx.AsyncClient(base_url=url, timeout=10) as client,
     ):
 
-        async def waiting() -> Any:
+        async def running() -> bool:
             body = (await client.get(f"/api/tasks/{parent}")).json()
-            children = body["children"]
-            return children if children["running"] == 3 else None
+            return bool(body["children"]["running"] == 3)
 
-        children = await wait_for(waiting, timeout=30, what="three children running")
+        await wait_for(running, timeout=30, what="three children running")
+        yield parent, url, client, worker
+
+
+async def test_a_parents_progress_shows_in_the_api_and_moves_on_its_page(
+    app: App, page: Page
+) -> None:
+    gates = app.gates  # type: ignore[attr-defined]
+    async with three_children_running(app) as (parent, url, client, _):
+        children = (await client.get(f"/api/tasks/{parent}")).json()["children"]
         assert (children["total"], children["done"], children["waiting"]) == (3, 0, True)
         assert (await client.get(f"/api/tasks/{parent}")).json()["status"] == "processing"
 
@@ -100,18 +111,7 @@ async def test_a_parents_progress_shows_in_the_api_and_moves_on_its_page(
 
 async def test_the_dashboards_task_list_shows_a_parents_progress_live(app: App, page: Page) -> None:
     gates = app.gates  # type: ignore[attr-defined]
-    parent = await app.enqueue_async("whole", {})
-    async with (
-        Running(Worker(app, concurrency=4)),
-        serving(app) as url,
-        httpx.AsyncClient(base_url=url, timeout=10) as client,
-    ):
-
-        async def running() -> bool:
-            body = (await client.get(f"/api/tasks/{parent}")).json()
-            return bool(body["children"]["running"] == 3)
-
-        await wait_for(running, timeout=30, what="three children running")
+    async with three_children_running(app) as (parent, url, client, _):
         # Filtered to the parent's agent, and polling practically off: the children's
         # events, of another agent, must still move the parent's row, over the stream.
         await page.goto(f"{url}/?poll=3600&agent=whole")
@@ -155,18 +155,7 @@ async def _completed(app: App, task_id: int) -> bool:
 
 
 async def test_cancel_over_http_cancels_the_waiting_parents_children(app: App) -> None:
-    parent = await app.enqueue_async("whole", {})
-    async with (
-        Running(Worker(app, concurrency=4)) as worker,
-        serving(app) as url,
-        httpx.AsyncClient(base_url=url, timeout=10) as client,
-    ):
-
-        async def running() -> bool:
-            body = (await client.get(f"/api/tasks/{parent}")).json()
-            return bool(body["children"]["running"] == 3)
-
-        await wait_for(running, timeout=30, what="three children running")
+    async with three_children_running(app) as (parent, _, client, worker):
         answer = await client.post(f"/api/tasks/{parent}/cancel")
         assert answer.status_code == 200 and answer.json()["status"] == "cancelled"
         assert answer.json()["children"]["failed"] == 3, "cancelled children count as failed"
