@@ -578,3 +578,31 @@ async def test_the_walk_down_a_tree_ends_within_the_depth_bound(conn: Any) -> No
     assert [r["id"] for r in await cur.fetchall()] == ids
     cur = await conn.execute("SELECT id FROM conveyor_tree(%s) ORDER BY id", (ids[2],))
     assert [r["id"] for r in await cur.fetchall()] == ids[2:]
+
+
+async def test_a_cancel_aborted_as_a_deadlocks_victim_starts_over(app: App, conn: Any) -> None:
+    """PostgreSQL breaks a deadlock by aborting one side; when that is the cancel, it starts
+    over instead of failing. The other side here takes the tree's rows in the opposite order
+    (the parent, then the child), and waits longer than the cancel before it looks for a
+    deadlock, so the cancel is the one aborted, deterministically."""
+    root, mid = await _mid_attempt_child(app)
+    db = await app.database()
+    async with db.connection() as other:
+        await other.execute("SET deadlock_timeout = '60s'")
+        async with other.transaction():
+            await other.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (root,))
+            cancel = asyncio.create_task(app.cancel_async(root))
+
+            async def cancel_waits() -> bool:  # holding the child, waiting for the parent
+                cur = await conn.execute(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = "
+                    "'Lock' AND datname = current_database()"
+                )
+                return await _count(cur) == 1
+
+            await wait_for(cancel_waits, what="the cancel waiting for the parent's row")
+            # The cycle: the cancel's deadlock check (after its 1 s) finds it and aborts it.
+            await other.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (mid.id,))
+    cancelled = await asyncio.wait_for(cancel, timeout=30)
+    assert cancelled.status == TaskStatus.CANCELLED
+    assert await _tree_rows(conn, root) == {"root": "cancelled", "mid": "cancelled"}

@@ -9,10 +9,12 @@ conveyor/sql/functions/children.sql. docs/children.md explains the design.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import psycopg
 from psycopg.rows import DictRow
 
 from conveyor.db.pool import Connection
@@ -32,11 +34,15 @@ from conveyor.sql import Queries
 from conveyor.states import TaskStatus
 
 Q = Queries("children")
+log = logging.getLogger(__name__)
 
 #: How deep a tree may grow: a task nobody spawned is at depth 0 (tasks.depth's check).
 MAX_DEPTH = 8
 #: Children one attempt may spawn (a 200-page document in 1-page chunks is 200).
 MAX_CHILDREN = 10_000
+#: Times a cancel starts over after PostgreSQL broke a deadlock by aborting it
+#: (cancel_tree says when one can happen): the other side has gone on by then.
+CANCEL_DEADLOCK_RETRIES = 3
 
 OnFailure = Literal["fail", "collect"]
 
@@ -200,7 +206,21 @@ async def cancel_tree(conn: Connection, task_id: int) -> set[int]:
     first walk missed and that a worker ends before the next walk locks it waits for its
     parent's row, held here, while this waits for the child's: PostgreSQL aborts one of
     the two as a deadlock. That child would have to be claimed, run and ended within the
-    cancel's few milliseconds.)"""
+    cancel's few milliseconds. When the cancel is the one aborted, it starts over: its
+    rollback releases the rows it held, the worker's end goes on, and the next try waits
+    for it and then cancels what is left.)"""
+    retries = 0
+    while True:
+        try:
+            return await _cancel_tree_once(conn, task_id)
+        except psycopg.errors.DeadlockDetected:
+            if retries == CANCEL_DEADLOCK_RETRIES:
+                raise
+            retries += 1
+            log.info("cancel of task %s was a deadlock's victim; starting it over", task_id)
+
+
+async def _cancel_tree_once(conn: Connection, task_id: int) -> set[int]:
     cancelled: set[int] = set()
     async with conn.transaction():
         while True:
