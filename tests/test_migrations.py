@@ -182,6 +182,32 @@ async def test_migrate_again_touches_nothing(conn: Conn) -> None:
     assert await (await conn.execute(versions)).fetchall() == before
 
 
+#: A function file of the test's own, so that what it changes is not the text of a real
+#: one (which would break the test whenever that file is edited): a plain function, one
+#: with a row result, one with an argument.
+PROBE = """
+CREATE OR REPLACE FUNCTION conveyor_probe_bucket(v double precision) RETURNS smallint
+LANGUAGE sql IMMUTABLE AS $$ SELECT least(v, 32767)::smallint $$;
+CREATE OR REPLACE FUNCTION conveyor_probe_usage(agent text, OUT tokens bigint, OUT spread bigint)
+LANGUAGE sql STABLE AS $$ SELECT 0::bigint, 0::bigint $$;
+CREATE OR REPLACE FUNCTION conveyor_probe_cost(usd double precision) RETURNS double precision
+LANGUAGE sql IMMUTABLE AS $$ SELECT usd $$;
+"""
+
+
+def _probe_changed() -> str:
+    """PROBE with a body changed, a row result that CREATE OR REPLACE alone refuses to
+    change (one OUT column more), and an argument more (a different signature)."""
+    changed = (
+        PROBE.replace("32767)::smallint", "32000)::smallint")
+        .replace("OUT spread bigint)", "OUT spread bigint, OUT probe bigint)")
+        .replace("0::bigint, 0::bigint", "0::bigint, 0::bigint, 0::bigint")
+        .replace("(usd double precision)", "(usd double precision, extra int)")
+    )
+    assert changed.count("32000") == changed.count("extra int") == 1
+    return changed
+
+
 async def test_a_changed_function_file_is_applied_again(
     conn: Conn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,43 +215,33 @@ async def test_a_changed_function_file_is_applied_again(
     changed, a result that CREATE OR REPLACE alone refuses to change, arguments changed,
     a file added and then removed. No stale copy stays behind; back to the released files,
     the database is as it was."""
-    original = function_files()
+    released = function_files()
     before = await snapshot(conn)
-    changed = dict(original)
-    changed["rollups"] = original["rollups"].replace("32767)::smallint", "32000)::smallint")
-    # One OUT column more: a different result type.
-    changed["admission"] = (
-        original["admission"]
-        .replace("OUT spread_tokens bigint)", "OUT spread_tokens bigint, OUT probe bigint)")
-        .replace("0)\n    FROM (\n", "0),\n           0\n    FROM (\n")
-    )
-    # Another argument: a different signature.
-    changed["costs"] = original["costs"].replace(
-        "usd_per_hour double precision)", "usd_per_hour double precision, extra int)"
-    )
-    changed["zz_extra"] = (
-        "CREATE OR REPLACE FUNCTION conveyor_probe(i int) RETURNS int"
-        " LANGUAGE sql IMMUTABLE AS $$ SELECT i + 1 $$;"
-    )
+    with_probe = {**released, "zz_probe": PROBE}
+    monkeypatch.setattr(migrate_module, "function_files", lambda: with_probe)
+    assert await migrate(conn) == [f"functions/{name}" for name in with_probe]
+    probed = await snapshot(conn)
+
+    changed = {**released, "zz_probe": _probe_changed()}
     monkeypatch.setattr(migrate_module, "function_files", lambda: changed)
     applied = await migrate(conn)
     assert applied == [f"functions/{name}" for name in changed]
-
     now = dict((await snapshot(conn))["functions"])
-    assert "32000" in now["conveyor_log_bucket(double precision)"]
-    assert "OUT probe bigint" in now["conveyor_usage(text,double precision)"]
-    cost = "conveyor_compute_cost(timestamp with time zone,timestamp with time zone,"
-    assert cost + "double precision)" not in now
-    assert cost + "double precision,integer)" in now
-    assert await one(conn, "SELECT conveyor_probe(1)") == 2
+    assert "32000" in now["conveyor_probe_bucket(double precision)"]
+    assert "OUT probe bigint" in now["conveyor_probe_usage(text)"]
+    assert "conveyor_probe_cost(double precision)" not in now
+    assert "conveyor_probe_cost(double precision,integer)" in now
     cur = await conn.execute("SELECT name, sha256 FROM conveyor_schema_functions ORDER BY name")
     recorded = {r["name"]: r["sha256"] for r in await cur.fetchall()}
     assert recorded == {f.name: f.checksum for f in migrate_module.functions()}
     assert await migrate(conn) == []
 
-    monkeypatch.setattr(migrate_module, "function_files", lambda: original)
+    monkeypatch.setattr(migrate_module, "function_files", lambda: with_probe)
+    assert await migrate(conn) == [f"functions/{name}" for name in with_probe]
+    assert await snapshot(conn) == probed
+    monkeypatch.setattr(migrate_module, "function_files", lambda: released)
     assert await migrate(conn) == [f"functions/{f.name}" for f in functions()]
-    assert await snapshot(conn) == before  # conveyor_probe is gone with its file
+    assert await snapshot(conn) == before  # the probe's functions are gone with their file
 
 
 async def test_the_replaced_triggers_still_guard_and_notify(conn: Conn, database_url: str) -> None:
@@ -254,12 +270,14 @@ async def test_something_else_depending_on_a_function_stops_the_change_clearly(
 ) -> None:
     """An operator's view over a Conveyor function is never dropped silently: migrate()
     says what is in the way and changes nothing."""
-    await conn.execute("CREATE VIEW buckets AS SELECT conveyor_log_bucket(5) AS b")
+    released = function_files()
+    monkeypatch.setattr(migrate_module, "function_files", lambda: {**released, "zz_probe": PROBE})
+    await migrate(conn)
+    await conn.execute("CREATE VIEW buckets AS SELECT conveyor_probe_bucket(5) AS b")
     before = await snapshot(conn)
-    changed = dict(function_files())
-    changed["rollups"] = changed["rollups"].replace("32767)::smallint", "32000)::smallint")
+    changed = {**released, "zz_probe": _probe_changed()}
     monkeypatch.setattr(migrate_module, "function_files", lambda: changed)
-    with pytest.raises(MigrationError, match=r"conveyor_log_bucket.*view buckets"):
+    with pytest.raises(MigrationError, match=r"conveyor_probe_bucket.*view buckets"):
         await migrate(conn)
     assert await snapshot(conn) == before
 
