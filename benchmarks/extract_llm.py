@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import statistics
 import sys
 import time
@@ -148,6 +149,8 @@ class Run:
     requests: int = 0
     refusals: int = 0
     estimate: int = 0
+    chars: int = 0  # the payload the estimate is made from, to replay other estimators
+    pages: int = 0
     estimated_usage: int = 0  # answers whose prompt tokens the server did not count
     error: str | None = None
 
@@ -225,6 +228,8 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
                     estimate=estimate_tokens(
                         payload, doc_type="invoice", chunk_tokens=args.chunk_tokens
                     ),
+                    chars=payload["chars"],
+                    pages=payload["pages"],
                     error=error,
                 )
                 runs.append(run)
@@ -322,18 +327,29 @@ def source_report(docs: dict[str, list[Any]], modes: Sequence[str]) -> list[str]
     return out
 
 
-def estimate_report(runs: list[Run]) -> list[str]:
+def estimate_report(runs: list[Run], chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -> list[str]:
     """The admission estimate against the tokens used: raw, and corrected from the
-    documents before each (as the per-agent correction learns from task_attempts)."""
-    from conveyor.llm.estimates import Correction
+    documents before each (as the per-agent correction learns from task_attempts), by
+    the median ratio (the correction before 2026-12-02) and by the Theil-Sen line (now)."""
+    from conveyor.agents.llm import estimate_tokens
+    from conveyor.llm.estimates import MIN_SAMPLES, Correction, theil_sen
 
-    raw = [r.estimate / (r.input_tokens + r.output_tokens) for r in runs]
+    def estimate(r: Run) -> int:  # today's estimator, where the run kept its payload
+        if not r.chars:
+            return r.estimate
+        payload = {"chars": r.chars, "pages": r.pages}
+        return estimate_tokens(payload, doc_type="invoice", chunk_tokens=chunk_tokens)
+
+    pairs = [(estimate(r), r.input_tokens + r.output_tokens) for r in runs]
+    raw = [e / a for e, a in pairs]
+    by_ratio, by_line = [], []
     correction = Correction()
-    corrected = []
-    for r in runs:
-        actual = r.input_tokens + r.output_tokens
-        corrected.append(correction.apply(r.estimate) / actual)
-        correction.learn(r.estimate, actual)
+    for i, (e, a) in enumerate(pairs):
+        before = pairs[:i]
+        ratio = theil_sen(before).ratio if len(before) >= MIN_SAMPLES else 1.0
+        by_ratio.append(math.ceil(e * ratio) / a)
+        by_line.append(correction.apply(e) / a)
+        correction.learn(e, a)
 
     def line(title: str, ratios: list[float]) -> str:
         within = sum(0.7 <= x <= 1.3 for x in ratios)
@@ -343,12 +359,30 @@ def estimate_report(runs: list[Run]) -> list[str]:
             f"| {within}/{len(ratios)} ({100 * within / len(ratios):.0f} %) |"
         )
 
-    return [
+    out = [
         "| token estimate / actual (llm) | median | range | within ±30 % |",
         "| --- | ---: | ---: | ---: |",
         line("as estimated before the call", raw),
-        line("corrected from the documents before it", corrected),
+        line("corrected from the documents before it: median ratio", by_ratio),
+        line("corrected from the documents before it: Theil-Sen line", by_line),
     ]
+    fit = correction.fit
+    if fit is not None:
+        out += [
+            "",
+            f"The line learnt from all {len(pairs)}: actual = {fit.intercept:.0f} + "
+            f"{fit.slope:.2f} x estimate (estimates {fit.low}-{fit.high}; median ratio "
+            f"{fit.ratio:.2f}).",
+            "",
+            "| document | chars | estimate | actual (in + out) | estimate / actual |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for r, (e, a) in zip(runs, pairs, strict=True):
+            out.append(
+                f"| {r.doc.path} | {r.chars or '?'} | {e} | {a} ({r.input_tokens} + "
+                f"{r.output_tokens}) | {e / a:.2f} |"
+            )
+    return out
 
 
 def prompt_sizes(args: argparse.Namespace) -> list[str]:

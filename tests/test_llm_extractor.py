@@ -32,7 +32,6 @@ from conveyor.documents.submit import submit_files
 from conveyor.documents.text import DocumentText, PageText, extract_text
 from conveyor.documents.types import Extraction, Invoice, make_extraction
 from conveyor.llm.client import LLMAnswerCut, LLMClient
-from conveyor.llm.estimates import Correction
 from conveyor.settings import Settings
 from conveyor.testing.answers import TruthResponder, skeleton
 from conveyor.testing.protocol import ChatCompletionRequest, ImagePart
@@ -374,17 +373,6 @@ async def test_token_estimates_are_corrected_from_what_attempts_used(
     assert within >= 2  # the payload knows only pages: documents of one page differ
 
 
-def test_a_correction_is_the_median_ratio_once_it_has_seen_enough() -> None:
-    correction = Correction()
-    correction.learn(1000, 500)
-    correction.learn(1000, 600)
-    assert correction.apply(1000) == 1000  # two samples: too few to correct by
-    correction.learn(1000, 5000)  # one long answer does not move the median far
-    assert correction.factor == 0.6 and correction.apply(1000) == 600
-    correction.learn(0, 100)  # no estimate: nothing to learn
-    assert correction.samples == 3
-
-
 # ------------------------------------------------------------------------------ hybrid
 
 
@@ -552,8 +540,8 @@ def test_a_date_under_its_label_in_a_header_row_is_a_region() -> None:
 
 async def test_an_answer_that_goes_on_is_cut_at_its_bound() -> None:
     """A model that loops (held to a grammar, it may write until the server's context is
-    full) is cut at twice the text it reads plus the type's answer budget: a clear,
-    permanent error in llm mode, the rules' reading in hybrid."""
+    full) is cut at twice the text it reads plus the type's answer budget; cut before it
+    completed a field, a clear, permanent error in llm mode, the rules' reading in hybrid."""
     caps: list[int | None] = []
 
     def looping(request: ChatCompletionRequest) -> str:
@@ -574,3 +562,28 @@ async def test_an_answer_that_goes_on_is_cut_at_its_bound() -> None:
     page = chunk_text_pages(text.pages, 10_000)[0]
     assert caps[-1] == answer_limit("invoice", page) == 2 * text_tokens(page.text) + 600
     assert kept.extractor == "hybrid:sim-loop"
+
+
+async def test_an_answer_cut_in_its_line_items_keeps_the_fields_before_them() -> None:
+    """oca-edi bouygues_telecom-test with llama.cpp: the model listed line items the
+    invoice does not have until its bound. The fields it completed are the answer; the
+    list it was cut in is dropped whole (a cut list is not the invoice's), with a note."""
+    header = {"number": "A-17", "issue_date": "2024-03-01", "currency": "EUR"}
+
+    def listing(request: ChatCompletionRequest) -> str:
+        item = '{"description": "call", "quantity": "1", "unit_price": "0.10", "amount": "0.10"}'
+        return json.dumps(header)[:-1] + ', "line_items": [' + ", ".join([item] * 5000)
+
+    invoice = make_invoice(7)
+    text = extract_text(invoice.pdf)
+    simulator = Simulator(responder=listing, base_latency=0, per_token_latency=0)
+    async with simulator.serving() as url:
+        client = LLMClient(model="sim-list", base_url=f"{url}/v1")
+        try:
+            result = await extract_llm(client, a_task(), text, "invoice", name=invoice.name)
+        finally:
+            await client.aclose()
+    assert {k: result.data[k] for k in header} == header
+    assert result.data["line_items"] == []
+    assert result.fields["line_items"] == 0.1
+    assert any("cut at the token limit (page 1) in line_items" in n for n in result.notes)

@@ -4,13 +4,24 @@ Admission reserves a task's estimate before any model call (`conveyor.limits`): 
 estimate that is too low lets a budget be overspent, one too high leaves it idle. The
 estimate of a document (`conveyor.agents.llm.estimate_tokens`: its text at four characters
 a token, plus the instructions, schema and answer of each request) is a rule of thumb; a
-given model's tokenizer and answers differ from it by a steady factor. So each agent
-keeps a `Correction`: the median of actual / estimated over its last WINDOW successful
-attempts, applied to every new estimate once MIN_SAMPLES are known. It is seeded from
-`task_attempts` (`from_attempts`) and learns from every attempt after that.
+given server differs from it in two ways that one factor cannot both fix: in what a
+request costs whatever its text (the schema counted as prompt text, which a server that
+enforces it with a grammar does not send to the model; an answer budget above what the
+model writes), and in what each character costs (its tokenizer). Measured with llama.cpp
+(docs/benchmarks.md): actual / estimated ran from 0.34 for a short invoice to 1.10 for a
+long one, so a median ratio fitted the middle and missed both ends.
 
-The median, not the mean: one document answered at length (a long table of line items)
-must not move every later estimate.
+So each agent keeps a `Correction`: a straight line, actual = intercept + slope x
+estimate, fitted to its last WINDOW successful attempts once MIN_SAMPLES are known, and
+applied to every new estimate. The fit is Theil-Sen (the slope is the median of the
+slopes between every two attempts, the intercept the median of what is left): one
+document answered at length (a long table of line items) must not move every later
+estimate, as it would a least-squares line. Outside the estimates it has seen, the line
+is not extended (a short document's intercept says nothing of a 200-page one): an
+estimate beyond the range is scaled from the line's value at the nearer end. With every
+attempt at one estimate (documents known by their page count only), there is no slope to
+see, and the correction is the median ratio. It is seeded from `task_attempts`
+(`from_attempts`) and learns from every attempt after that.
 
 One rule for every process (`Corrections`): a worker and a web app alike take an agent's
 correction from its attempts in `task_attempts`, read when the process first estimates for
@@ -29,6 +40,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from conveyor.sql import Queries
@@ -40,32 +52,78 @@ Q = Queries("estimates")
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Fit:
+    """actual = intercept + slope x estimate, for estimates in [low, high] (the range
+    learnt from); `ratio` (the median actual / estimate) where the line cannot serve."""
+
+    intercept: float
+    slope: float
+    low: int
+    high: int
+    ratio: float
+
+    def __call__(self, estimate: int) -> int:
+        if self.slope <= 0 or self.low == self.high:
+            return math.ceil(estimate * self.ratio)
+        end = min(max(estimate, self.low), self.high)
+        value = self.intercept + self.slope * end
+        if value <= 0:
+            return math.ceil(estimate * self.ratio)
+        return math.ceil(value * estimate / end)  # scaled when beyond the range
+
+
+def theil_sen(points: list[tuple[int, int]]) -> Fit:
+    """The Theil-Sen line through (estimate, actual) points (at least one)."""
+    ratio = statistics.median(actual / estimate for estimate, actual in points)
+    slopes = [
+        (a2 - a1) / (e2 - e1)
+        for i, (e1, a1) in enumerate(points)
+        for e2, a2 in points[i + 1 :]
+        if e2 != e1
+    ]
+    low = min(e for e, _ in points)
+    high = max(e for e, _ in points)
+    if not slopes:
+        return Fit(0.0, 0.0, low, high, ratio)
+    slope = statistics.median(slopes)
+    intercept = statistics.median(a - slope * e for e, a in points)
+    return Fit(intercept, slope, low, high, ratio)
+
+
 class Correction:
-    """actual / estimated, learnt; thread-safe (estimates are made on enqueue threads)."""
+    """What estimates become, learnt from (estimate, actual) pairs; thread-safe
+    (estimates are made on enqueue threads)."""
 
     def __init__(self, window: int = WINDOW) -> None:
-        self._ratios: deque[float] = deque(maxlen=window)
+        self._seen: deque[tuple[int, int]] = deque(maxlen=window)
+        self._fit: Fit | None = None  # of _seen, made when first needed
         self._lock = threading.Lock()
 
     def learn(self, estimate: int, actual: int) -> None:
         if estimate > 0 and actual > 0:
             with self._lock:
-                self._ratios.append(actual / estimate)
+                self._seen.append((estimate, actual))
+                self._fit = None
 
     @property
-    def factor(self) -> float:
+    def fit(self) -> Fit | None:
+        """The line learnt, None until MIN_SAMPLES attempts are known."""
         with self._lock:
-            if len(self._ratios) < MIN_SAMPLES:
-                return 1.0
-            return statistics.median(self._ratios)
+            if len(self._seen) < MIN_SAMPLES:
+                return None
+            if self._fit is None:
+                self._fit = theil_sen(list(self._seen))
+            return self._fit
 
     @property
     def samples(self) -> int:
         with self._lock:
-            return len(self._ratios)
+            return len(self._seen)
 
     def apply(self, estimate: int) -> int:
-        return math.ceil(estimate * self.factor) if estimate > 0 else estimate
+        fit = self.fit
+        return fit(estimate) if fit is not None and estimate > 0 else estimate
 
 
 async def from_attempts(

@@ -1,0 +1,50 @@
+"""The per-agent correction of token estimates (conveyor.llm.estimates), by itself."""
+
+from __future__ import annotations
+
+from conveyor.llm.estimates import Correction, theil_sen
+
+
+def test_a_line_fits_what_a_single_ratio_cannot() -> None:
+    # As measured with llama.cpp: a fixed part counted that is never sent (the schema),
+    # and a per-character rate above the rule of thumb's: short documents overestimated,
+    # long ones under.
+    correction = Correction()
+    pairs = [(e, 1.4 * e - 1500) for e in (1600, 1800, 2000, 2400, 2800, 3000)]
+    for estimate, actual in pairs:
+        correction.learn(estimate, round(actual))
+    for estimate, actual in pairs:
+        assert abs(correction.apply(estimate) - actual) <= 1
+    ratio = theil_sen([(e, round(a)) for e, a in pairs]).ratio
+    assert abs(1600 * ratio - 740) > 0.3 * 740  # the median ratio misses the short one
+
+
+def test_one_long_answer_does_not_move_the_line() -> None:
+    correction = Correction()
+    for estimate in (1000, 1200, 1400, 1600, 1800):
+        correction.learn(estimate, estimate // 2)
+    correction.learn(1500, 9000)  # a long table of line items
+    fit = correction.fit
+    assert fit is not None and abs(fit.slope - 0.5) < 0.01
+    assert abs(correction.apply(1500) - 750) <= 10
+
+
+def test_beyond_the_estimates_learnt_the_line_is_scaled_not_extended() -> None:
+    correction = Correction()
+    for estimate in (1500, 1700, 1900):
+        correction.learn(estimate, 2 * estimate - 2800)  # 200, 600, 1000
+    # Extended, the line would give 2 x 50,000 - 2,800; scaled from its end it is
+    # 1,000 x 50,000 / 1,900: the intercept of short documents says nothing of long ones.
+    assert correction.apply(50_000) == -(-1000 * 50_000 // 1900)
+    assert correction.apply(1000) == -(-200 * 1000 // 1500)
+
+
+def test_too_few_or_no_spread_falls_back_as_it_should() -> None:
+    correction = Correction()
+    correction.learn(1000, 500)
+    correction.learn(1000, 600)
+    assert correction.fit is None and correction.apply(1000) == 1000  # too few to learn
+    correction.learn(1000, 5000)  # every estimate the same (pages only): the median ratio
+    assert correction.apply(1000) == 600 and correction.apply(2000) == 1200
+    correction.learn(0, 100)  # no estimate: nothing to learn
+    assert correction.samples == 3
