@@ -346,7 +346,7 @@ def test_the_timeout_is_a_setting(monkeypatch: Any) -> None:
         ("", LLMAnswerInvalid, "answered nothing"),
         ("   ", LLMAnswerInvalid, "answered nothing"),
         ("[1, 2]", LLMAnswerInvalid, "does not fit the schema"),
-        ('{"x": 1, "label": "' + "long " * 200 + '"}', LLMAnswerCut, "cut at the token limit"),
+        ('{"label": "' + "long " * 200 + '", "x": 1}', LLMAnswerCut, "cut at the token limit"),
     ],
     ids=["prose", "empty", "blank", "wrong-shape", "truncated"],
 )
@@ -364,6 +364,43 @@ async def test_bad_answers_are_clear_errors(
         finally:
             await client.aclose()
     assert client.requests == 1  # one request: nothing retried inside the client
+
+
+async def test_an_answer_cut_at_its_bound_keeps_the_members_it_completed() -> None:
+    answer = '{"x": 4, "label": "' + "long " * 200 + '"}'
+    simulator = Simulator(responder=lambda r: answer, base_latency=0)
+    async with simulator.serving() as url:
+        client = LLMClient(stream=False, model="m", base_url=f"{url}/v1")
+        try:
+            partial = await client.extract_partial(
+                None, [{"role": "user", "content": "q"}], Point, name="p", max_tokens=50
+            )
+            with pytest.raises(LLMAnswerCut, match="cut at the token limit in 'label'"):
+                await client.extract(
+                    None, [{"role": "user", "content": "q"}], Point, name="p", max_tokens=50
+                )
+        finally:
+            await client.aclose()
+    assert partial.value == Point(x=4, label=None)
+    assert partial.cut == "label" and not partial.whole
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ('{"a": 1, "b": [1, 2', ({"a": 1}, "b")),
+        ('```json\n{"a": "x, y", "b": {"c": 1}, "d": "}{', ({"a": "x, y", "b": {"c": 1}}, "d")),
+        ('{"a": "say \\"hi\\", ok", "b', ({"a": 'say "hi", ok'}, "b")),
+        ('{"a": 1, ', ({"a": 1}, "")),
+        ('{"a": [1, 2', ({}, "a")),
+        ('{"a": 1}', None),  # complete: nothing was cut
+        ("Sure, here", None),
+    ],
+)
+def test_the_members_a_cut_answer_completed(text: str, kept: Any) -> None:
+    from conveyor.llm.salvage import cut_members
+
+    assert cut_members(text) == kept
 
 
 def test_a_cut_answer_and_a_models_refusal_are_permanent() -> None:

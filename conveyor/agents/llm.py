@@ -23,7 +23,10 @@ How long an answer may be (`answer_limit`, sent as `max_tokens`): twice the chun
 no more than what it reads; one that goes on is a loop, and a model held to a grammar may
 loop until the server's context is full (seen with the stock llama.cpp server: 1,088
 tokens and counting for an invoice without line items, 14 minutes on a CPU). Bounded, it
-is cut: a clear, permanent attempt error (`LLMAnswerCut`), or the rules' reading in hybrid.
+is cut, and the fields it completed before the cut are kept (`conveyor.llm.salvage`:
+the field it was cut in is dropped whole, a cut list of line items not being the list),
+with a note; an answer cut before it completed one field is a clear, permanent attempt
+error (`LLMAnswerCut`), or the rules' reading in hybrid.
 
 Confidence. Each field found scores 0.95; 0.6 when chunks disagreed on it; 0.4 when its
 value is not printed in the document's text (`conveyor.agents.grounding`: a misread or
@@ -307,6 +310,14 @@ async def extract_llm(
                 deadline=deadline,
             )
         salvaged.extend(answer.dropped)
+        if answer.cut is not None:
+            if answer.cut:
+                salvaged.append(answer.cut)
+            notes.append(
+                f"the answer was cut at the token limit ({chunk.label}) in "
+                f"{answer.cut or 'the space between two fields'}: the fields before it "
+                "kept, that one and those after it not answered"
+            )
         if answer.repaired:
             notes.append(f"read as numbers ({chunk.label}): {'; '.join(answer.repaired)}")
         return answer.value.model_dump(mode="json")

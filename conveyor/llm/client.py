@@ -25,7 +25,8 @@ What it does for an agent, on the official `openai` SDK:
 - other refusals are clear errors: 400/401/403/404/422 will not change by retrying
   (`LLMRequestRefused`, a PermanentFailure); 5xx, timeouts and lost connections are
   `LLMUnavailable`, retried with backoff by Conveyor. An answer cut at max_tokens or a
-  model's refusal will be the same at temperature 0: permanent too. The SDK's own retries
+  model's refusal will be the same at temperature 0: permanent too (`extract_partial`
+  keeps the members a cut answer completed, and names the one it was cut in). The SDK's own retries
   are off, so that Conveyor, which knows the limits and the lease, is the one that retries;
 - a span per call (see conveyor.tracing) when tracing is on.
 """
@@ -48,7 +49,7 @@ from pydantic import BaseModel, ValidationError
 from conveyor import tracing
 from conveyor.errors import PermanentFailure, Throttled
 from conveyor.llm import formats
-from conveyor.llm.salvage import Salvaged, salvage
+from conveyor.llm.salvage import Salvaged, cut_members, salvage
 from conveyor.log import fields
 
 if TYPE_CHECKING:
@@ -87,7 +88,12 @@ class LLMAnswerInvalid(LLMError):
 
 
 class LLMAnswerCut(LLMAnswerInvalid, PermanentFailure):
-    """The answer hit max_tokens: the same request is cut at the same place again."""
+    """The answer hit max_tokens: the same request is cut at the same place again.
+    `partial` is what it wrote (`extract_partial` keeps its complete members)."""
+
+    def __init__(self, message: str, partial: str = "") -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class LLMAnswerRefused(LLMAnswerInvalid, PermanentFailure):
@@ -194,6 +200,8 @@ class LLMClient:
             max_tokens=max_tokens,
             deadline=deadline,
         )
+        if answer.cut is not None:
+            raise LLMAnswerCut(f"the answer was cut at the token limit in {answer.cut!r}")
         if answer.dropped:
             raise LLMAnswerInvalid(
                 f"the model's answer does not fit the schema ({len(answer.dropped)} "
@@ -213,21 +221,43 @@ class LLMClient:
         deadline: float | None = None,
     ) -> Salvaged[M]:
         """As `extract`, but the fields of the answer that do not validate are nulled and
-        named (`conveyor.llm.salvage`) rather than failing it; only an answer that is not
-        a JSON object is an LLMAnswerInvalid."""
-        content = await self.ask(
-            task,
-            messages,
-            json_schema or schema.model_json_schema(),
-            name=name,
-            max_tokens=max_tokens,
-            deadline=deadline,
-        )
-        data = _parsed(content)
+        named (`conveyor.llm.salvage`) rather than failing it, and an answer cut at
+        max_tokens keeps the members it completed (`Salvaged.cut` names the one it was
+        cut in); only an answer that is not a JSON object is an LLMAnswerInvalid, and one
+        cut before it completed a member an LLMAnswerCut."""
         try:
-            return salvage(data, schema)
+            content = await self.ask(
+                task,
+                messages,
+                json_schema or schema.model_json_schema(),
+                name=name,
+                max_tokens=max_tokens,
+                deadline=deadline,
+            )
+        except LLMAnswerCut as exc:
+            return self._salvage_cut(exc, schema)
+        try:
+            return salvage(_parsed(content), schema)
         except ValidationError as exc:
             raise LLMAnswerInvalid(_misfit(exc)) from None
+
+    def _salvage_cut(self, cut: LLMAnswerCut, schema: type[M]) -> Salvaged[M]:
+        """The members a cut answer completed, as `schema`; the cut itself raised again
+        when it completed none, or not enough to be an answer of `schema`."""
+        kept = cut_members(cut.partial)
+        if kept is None or not kept[0]:
+            raise cut
+        data, where = kept
+        try:
+            answer = salvage(data, schema)
+        except ValidationError:
+            raise cut from None
+        answer.cut = where
+        log.info(
+            "an answer cut at the token limit: the members it completed kept",
+            extra=fields(model=self.model, cut_in=where, kept=len(data)),
+        )
+        return answer
 
     async def ask(
         self,
@@ -456,7 +486,8 @@ class _Reply:
         if self.finish_reason == "length":
             raise LLMAnswerCut(
                 f"the answer was cut at the token limit ({self.output_tokens} tokens): "
-                "raise it, or send smaller chunks (CONVEYOR_LLM_CHUNK_TOKENS)"
+                "raise it, or send smaller chunks (CONVEYOR_LLM_CHUNK_TOKENS)",
+                partial=self.content,
             )
         if self.refusal:
             raise LLMAnswerRefused(f"the model refused: {self.refusal}")

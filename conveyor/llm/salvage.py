@@ -12,10 +12,17 @@ is unambiguous (see `plain_number`). What still fails is set to null (to the fie
 empty value for a list), and validation runs again, until the answer fits or nothing more
 can be nulled. An answer that is not a JSON object at all cannot be salvaged: the caller
 says so (`conveyor.llm.client.LLMAnswerInvalid`).
+
+An answer cut at the token limit (max_tokens) is not JSON, but what it wrote before the
+member it was cut in is: `cut_members` keeps the object's complete top-level members and
+names the one cut. That member is dropped whole (a list of line items cut after its
+third item is not the invoice's list, and a wrong list is worse than none); the members
+the model had not reached are simply absent.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -36,10 +43,11 @@ class Salvaged(Generic[M]):
     dropped: list[str] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why each was dropped
+    cut: str | None = None  # the member the answer was cut in at the token limit
 
     @property
     def whole(self) -> bool:
-        return not self.dropped
+        return not self.dropped and self.cut is None
 
 
 def salvage(data: Any, schema: type[M]) -> Salvaged[M]:
@@ -187,3 +195,46 @@ def _grouped(whole: str, group: str) -> bool:
         and all(len(p) == 3 for p in parts[1:])
         and all(p.isdigit() for p in parts)
     )
+
+
+def cut_members(text: str) -> tuple[dict[str, Any], str] | None:
+    """The complete top-level members of a JSON object cut short, and the name of the
+    member it was cut in ("" when the cut came before any key); None when `text` does
+    not start an object, or is a complete one (nothing was cut)."""
+    start = text.find("{")
+    if start < 0 or text[:start].strip().strip("`").removeprefix("json").strip():
+        return None
+    depth, in_string, escaped = 0, False, False
+    last_comma = None  # where the last complete top-level member ends
+    for i in range(start, len(text)):
+        char = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return None  # the object is complete: not a cut one
+        elif char == "," and depth == 1:
+            last_comma = i
+    if last_comma is None:
+        kept, rest = "{}", text[start + 1 :]
+    else:
+        kept, rest = text[start:last_comma] + "}", text[last_comma + 1 :]
+    try:
+        members = json.loads(kept)
+    except ValueError:
+        return None
+    name = _KEY.match(rest)
+    return members, (name.group(1) if name else "")
+
+
+_KEY = re.compile(r'\s*"((?:[^"\\]|\\.)*)"?')  # the key itself may be cut
