@@ -1,9 +1,11 @@
 """Metrics and cost attribution: the dashboard's numbers, cost breakdowns, Prometheus samples.
 
 Plain async functions over a connection, each a few statements of `sql/metrics.sql`. They
-read the rollups of finished tasks (migration 0006, kept by triggers in the transactions
-that finish tasks) and the live tasks (enqueued, processing) from the queue's own partial
-indexes, so that they cost the same at a thousand tasks and at a million.
+read the rollups of finished tasks (migration 0006; the transactions that finish tasks
+append their changes as deltas, migration 0014, which the workers fold in: each statement
+reads the rollups and the unfolded deltas together, so it is exact whenever it runs) and
+the live tasks (enqueued, processing) from the queue's own partial indexes, so that they
+cost the same at a thousand tasks and at a million.
 
 Ranges filter tasks by `created_at` and are rounded out to whole hours (the rollups' finest
 grain); the range actually used is part of every answer. Medians are estimated from

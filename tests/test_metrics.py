@@ -294,7 +294,7 @@ ROLLED_UP = """
            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
            sum(llm_usd) AS llm_usd, sum(compute_usd) AS compute_usd,
            sum(confidence_n) AS confidence_n
-    FROM task_rollups WHERE grain = %s
+    FROM task_rollups_exact WHERE grain = %s
     GROUP BY 1, 2, 3, 4
     HAVING sum(tasks) <> 0 OR sum(attempts) <> 0
 """
@@ -317,7 +317,7 @@ HISTOGRAM_SCRATCH = """
 """
 
 HISTOGRAM_ROLLED = """
-    SELECT agent, status, kind, bucket, sum(tasks) AS tasks FROM task_histograms
+    SELECT agent, status, kind, bucket, sum(tasks) AS tasks FROM task_histograms_exact
     WHERE grain = %s GROUP BY 1, 2, 3, 4 HAVING sum(tasks) <> 0
 """
 
@@ -326,9 +326,25 @@ BY_AGENT_SCRATCH = (
 )
 
 BY_AGENT_ROLLED = """
-    SELECT agent, kind, bucket, sum(tasks) FROM task_histograms_by_agent
+    SELECT agent, kind, bucket, sum(tasks) FROM task_histograms_by_agent_exact
     WHERE grain = %s GROUP BY 1, 2, 3 HAVING sum(tasks) <> 0
 """
+
+
+# The rollup table alone, without the deltas not folded yet.
+FOLDED = ROLLED_UP.replace("task_rollups_exact", "task_rollups")
+
+
+async def _one(conn: Any, query: str) -> Any:
+    row = await (await conn.execute(query)).fetchone()
+    return next(iter(row.values()))
+
+
+async def fold_all(conn: Any) -> None:
+    """Fold every committed delta (what the workers' folders do), and check none is left."""
+    await conn.execute("SELECT conveyor_rollup_fold()")
+    assert await _one(conn, "SELECT count(*) FROM task_rollup_deltas") == 0
+    assert await _one(conn, "SELECT count(*) FROM task_histogram_deltas") == 0
 
 
 async def _rows(conn: Any, query: str, *args: Any) -> set[tuple[Any, ...]]:
@@ -421,11 +437,20 @@ async def test_rollups_equal_a_from_scratch_aggregate_after_a_concurrent_workloa
         )
     expected = await _rows(conn, FROM_SCRATCH)
     assert len({r[3] for r in expected}) == 3  # completed, failed and cancelled all occur
-    for grain in ("d", "h"):
-        rolled = await _rows(conn, ROLLED_UP, grain)
-        assert rolled == expected, (grain, sorted(rolled - expected), sorted(expected - rolled))
-        assert await _rows(conn, HISTOGRAM_ROLLED, grain) == await _rows(conn, HISTOGRAM_SCRATCH)
-        assert await _rows(conn, BY_AGENT_ROLLED, grain) == await _rows(conn, BY_AGENT_SCRATCH)
+    # What readers see, with nothing folded yet (no worker ran), then with everything
+    # folded: the rollup tables alone hold it all.
+    assert await _one(conn, "SELECT count(*) FROM task_rollup_deltas") > 0
+    for folded in (False, True):
+        if folded:
+            await fold_all(conn)
+            assert await _rows(conn, FOLDED, "h") == await _rows(conn, ROLLED_UP, "h")
+        for grain in ("d", "h"):
+            rolled = await _rows(conn, ROLLED_UP, grain)
+            assert rolled == expected, (grain, sorted(rolled - expected), sorted(expected - rolled))
+            assert await _rows(conn, HISTOGRAM_ROLLED, grain) == await _rows(
+                conn, HISTOGRAM_SCRATCH
+            )
+            assert await _rows(conn, BY_AGENT_ROLLED, grain) == await _rows(conn, BY_AGENT_SCRATCH)
 
     # Pruning deletes the rows but keeps their history in the rollups.
     before = await _rows(conn, ROLLED_UP, "d")
@@ -447,7 +472,9 @@ async def test_rebuild_gives_what_the_triggers_kept(app: App, conn: Any) -> None
     hist = await _rows(conn, HISTOGRAM_ROLLED, "d")
     by_agent = await _rows(conn, BY_AGENT_ROLLED, "h")
     await conn.execute("SELECT conveyor_rebuild_rollups()")
-    assert await _rows(conn, ROLLED_UP, "h") == kept
+    # The deltas were recomputed into the rollups: none is left, nothing counted twice.
+    assert await _one(conn, "SELECT count(*) FROM task_rollup_deltas") == 0
+    assert await _rows(conn, FOLDED, "h") == await _rows(conn, ROLLED_UP, "h") == kept
     assert await _rows(conn, HISTOGRAM_ROLLED, "d") == hist
     assert await _rows(conn, BY_AGENT_ROLLED, "h") == by_agent
 

@@ -1,6 +1,8 @@
 -- Metrics and costs: the dashboard's numbers, cost breakdowns, Prometheus. Read from the
 -- rollups of finished tasks (migration 0006) plus the live tasks, which are few and sit in
--- the partial indexes of the queue.
+-- the partial indexes of the queue. The rollups are read through the *_exact views
+-- (migration 0014): the folded rows plus the deltas of finishes not folded yet, so a
+-- finish counts the moment it commits.
 --
 -- Every query takes the same range parameters, computed by conveyor/metrics.py (Span) from
 -- the request's since/until rounded out to whole hours; the two fragments below say once
@@ -13,7 +15,7 @@
 -- A fragment: the rows of a rollup table (task_rollups, task_histograms, ...) that make up
 -- the range. Whole UTC days [d0, d1) from the day rows, when `days` (a NULL bound is open);
 -- the partial days at either end, [ha0, ha1) and [hb0, hb1), from the hour rows (NULL
--- bounds: none). Unqualified names: each statement that uses it reads one rollup table.
+-- bounds: none). Unqualified names: each statement that uses it reads one rollup view.
 ((grain = 'd' AND %(days)s
   AND (%(d0)s::timestamptz IS NULL OR period >= %(d0)s)
   AND (%(d1)s::timestamptz IS NULL OR period < %(d1)s))
@@ -33,7 +35,7 @@ SELECT r.agent, r.status, sum(r.tasks)::bigint AS tasks, sum(r.attempts)::bigint
        sum(r.output_tokens)::bigint AS output_tokens, sum(r.llm_usd) AS llm_usd,
        sum(r.compute_usd) AS compute_usd, sum(r.confidence_sum) AS confidence_sum,
        sum(r.confidence_n)::bigint AS confidence_n
-FROM task_rollups r
+FROM task_rollups_exact r
 WHERE {in_span}
   AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
@@ -78,7 +80,7 @@ SELECT CASE WHEN %(by_agent)s THEN h.agent END AS agent,
        CASE WHEN %(by_day)s THEN date_trunc('day', h.period, 'UTC') END AS day,
        CASE WHEN %(by_status)s THEN h.status END AS status,
        h.bucket, sum(h.tasks)::bigint AS tasks
-FROM task_histograms h
+FROM task_histograms_exact h
 WHERE h.kind = %(kind)s
   AND {in_span}
   AND (%(agent)s::text IS NULL OR h.agent = %(agent)s)
@@ -95,7 +97,7 @@ SELECT CASE WHEN %(by_agent)s THEN h.agent END AS agent,
        CASE WHEN %(by_day)s THEN date_trunc('day', h.period, 'UTC') END AS day,
        NULL::text AS status,
        h.bucket, sum(h.tasks)::bigint AS tasks
-FROM task_histograms_by_agent h
+FROM task_histograms_by_agent_exact h
 WHERE h.kind = %(kind)s
   AND {in_span}
   AND (%(agent)s::text IS NULL OR h.agent = %(agent)s)
@@ -108,7 +110,7 @@ SELECT date_trunc(%(unit)s, r.period, 'UTC') AS t,
        coalesce(sum(r.tasks) FILTER (WHERE r.status = 'completed'), 0)::bigint AS completed,
        coalesce(sum(r.tasks) FILTER (WHERE r.status = 'failed'), 0)::bigint AS failed,
        sum(r.llm_usd + r.compute_usd) AS cost_usd
-FROM task_rollups r
+FROM task_rollups_exact r
 WHERE {in_span}
   AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
@@ -125,7 +127,7 @@ SELECT CASE WHEN %(by_agent)s THEN r.agent END AS agent,
        sum(r.tasks)::bigint AS tasks, sum(r.attempts)::bigint AS attempts,
        sum(r.input_tokens)::bigint AS input_tokens, sum(r.output_tokens)::bigint AS output_tokens,
        sum(r.llm_usd) AS llm_usd, sum(r.compute_usd) AS compute_usd
-FROM task_rollups r
+FROM task_rollups_exact r
 WHERE {in_span}
   AND (%(agent)s::text IS NULL OR r.agent = %(agent)s)
   AND (%(tenant)s::text IS NULL OR r.tenant = %(tenant)s)
@@ -304,13 +306,13 @@ SELECT r.agent, r.status, sum(r.tasks)::bigint AS tasks, sum(r.attempts)::bigint
        sum(r.throttled)::bigint AS throttled, sum(r.input_tokens)::bigint AS input_tokens,
        sum(r.output_tokens)::bigint AS output_tokens, sum(r.llm_usd) AS llm_usd,
        sum(r.compute_usd) AS compute_usd
-FROM task_rollups r
+FROM task_rollups_exact r
 WHERE r.grain = 'd'
 GROUP BY r.agent, r.status;
 
 -- name: prometheus_latency
 SELECT h.agent, h.bucket, sum(h.tasks)::bigint AS tasks
-FROM task_histograms_by_agent h
+FROM task_histograms_by_agent_exact h
 WHERE h.grain = 'd' AND h.kind = 'latency'
 GROUP BY h.agent, h.bucket
 HAVING sum(h.tasks) <> 0

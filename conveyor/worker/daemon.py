@@ -12,8 +12,9 @@ alive):
 - the lease keeper (conveyor.worker.leases) renews the leases of everything the worker
   holds, and stops the attempts of tasks that were taken away;
 - the listener turns NOTIFYs into wake-ups, cancellations and callbacks' ends;
-- the sweeper (and, if configured, the pruner) does the maintenance, and the vacuumer
-  (conveyor.worker.vacuum) vacuums the queue's hot tables when dead rows pile up.
+- the sweeper (and, if configured, the pruner) does the maintenance, the vacuumer
+  (conveyor.worker.vacuum) vacuums the queue's hot tables when dead rows pile up, and the
+  rollup folder (conveyor.worker.rollup_fold) moves finished tasks' deltas into the rollups.
 
 Signals are the CLI's (conveyor.cli.serve): the first asks stop(), the second stop(now=True).
 """
@@ -41,6 +42,7 @@ from conveyor.worker.exchange import Exchange, first
 from conveyor.worker.leases import LeaseKeeper
 from conveyor.worker.outbox import Outbox
 from conveyor.worker.prefetch import Timings, prefetch
+from conveyor.worker.rollup_fold import RollupFolder
 from conveyor.worker.slots import Slots
 from conveyor.worker.vacuum import Vacuumer
 
@@ -107,6 +109,7 @@ class Worker:
         self.sweeper: Sweeper | None = None
         self.pruner: Pruner | None = None
         self.vacuumer: Vacuumer | None = None
+        self.folder: RollupFolder | None = None
         self.restarts = 0  # loops that failed and were started again
         tracing.configure(settings)
 
@@ -167,6 +170,7 @@ class Worker:
         self.attempts.db = db
         sweeper = self.sweeper = Sweeper(db, interval=self.settings.sweep_interval)
         vacuumer = self.vacuumer = Vacuumer(db)
+        folder = self.folder = RollupFolder(db)
         listener = (
             Listener(db.url, self._on_notify, on_reconnect=self._wake.set)
             if self.settings.listen
@@ -176,6 +180,7 @@ class Worker:
             self._supervised("renewer", lambda: self.leases.run(db)),
             self._supervised("sweeper", lambda: sweeper.run(self._stop)),
             self._supervised("vacuumer", lambda: vacuumer.run(self._stop)),
+            self._supervised("rollup-folder", lambda: folder.run(self._stop)),
         ]
         if listener is not None:
             background.append(self._supervised("listener", listener.run))

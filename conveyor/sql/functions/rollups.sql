@@ -23,13 +23,15 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                 THEN (result ->> 'confidence')::double precision END
 $$;
 
--- Add signed changes to the rollups and the histograms, at both grains, in ONE statement
--- (each statement a trigger runs costs the finishing statement time on the queue's hot
--- path). The p_ arrays hold one element per changed task, sign applied; the h_ arrays one
--- element per histogram entry: a sign, and the values whose buckets it counts in (NULL:
--- nothing for that kind), response time in ms and cost in dollars. Rows are upserted in
--- key order, so that two statements never lock the same rows in opposite orders (no
--- deadlock between workers of one shard), and changes that cancel out write nothing.
+-- Add signed changes to the rollups and the histograms, in ONE statement (each statement a
+-- trigger runs costs the finishing statement time on the queue's hot path): appended to
+-- the insert-only delta tables (migration 0014), summed per key of this statement, at the
+-- hour grain; conveyor_rollup_fold() below moves them into the rollups at both grains. No
+-- upsert here, so no row that another worker's finish shares is locked, and no index is
+-- written. The p_ arrays hold one element per changed task, sign applied; the h_ arrays
+-- one element per histogram entry: a sign, and the values whose buckets it counts in
+-- (NULL: nothing for that kind), response time in ms and cost in dollars. Changes that
+-- cancel out write nothing.
 CREATE OR REPLACE FUNCTION conveyor_rollup_apply(
     p_created timestamptz[], p_agent text[], p_tenant text[], p_status text[],
     p_tasks bigint[], p_attempts bigint[], p_throttled bigint[], p_input bigint[],
@@ -41,22 +43,68 @@ CREATE OR REPLACE FUNCTION conveyor_rollup_apply(
 LANGUAGE plpgsql AS $$
 BEGIN
     WITH rollups AS (
-        INSERT INTO task_rollups AS r (grain, period, agent, tenant, status, shard, tasks,
-                                       attempts, throttled, input_tokens, output_tokens,
-                                       llm_usd, compute_usd, confidence_sum, confidence_n)
-        SELECT g.grain, date_trunc(g.unit, c.created, 'UTC'), c.agent, c.tenant, c.status,
-               (pg_backend_pid() % 8)::smallint,
+        INSERT INTO task_rollup_deltas (period, agent, tenant, status, tasks, attempts,
+                                        throttled, input_tokens, output_tokens, llm_usd,
+                                        compute_usd, confidence_sum, confidence_n)
+        SELECT date_trunc('hour', c.created, 'UTC'), c.agent, c.tenant, c.status,
                sum(c.tasks), sum(c.attempts), sum(c.throttled), sum(c.input), sum(c.output),
                sum(c.llm), sum(c.compute), sum(c.conf_sum), sum(c.conf_n)
         FROM unnest(p_created, p_agent, p_tenant, p_status, p_tasks, p_attempts, p_throttled,
                     p_input, p_output, p_llm, p_compute, p_conf_sum, p_conf_n)
              AS c(created, agent, tenant, status, tasks, attempts, throttled, input, output,
                   llm, compute, conf_sum, conf_n)
-        CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
-        GROUP BY 1, 2, 3, 4, 5
+        GROUP BY 1, 2, 3, 4
         HAVING sum(c.tasks) <> 0 OR sum(c.attempts) <> 0 OR sum(c.throttled) <> 0
             OR sum(c.input) <> 0 OR sum(c.output) <> 0 OR sum(c.llm) <> 0
             OR sum(c.compute) <> 0 OR sum(c.conf_n) <> 0
+    )
+    INSERT INTO task_histogram_deltas (kind, period, agent, tenant, status, bucket, tasks)
+    SELECT v.kind, date_trunc('hour', c.created, 'UTC'), c.agent, c.tenant, c.status,
+           conveyor_log_bucket(v.value), sum(c.sign)
+    FROM unnest(h_created, h_agent, h_tenant, h_status, h_sign, h_ms, h_usd)
+         AS c(created, agent, tenant, status, sign, ms, usd)
+    CROSS JOIN LATERAL (VALUES ('latency', c.ms), ('cost', c.usd * 1e6)) AS v(kind, value)
+    WHERE v.value IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6
+    HAVING sum(c.sign) <> 0;
+END $$;
+
+-- Move the committed deltas into the rollups, in one statement: delete the deltas this
+-- statement's snapshot sees, sum them per key and upsert the sums at both grains. A delta
+-- is folded exactly once: two folders never delete the same row (the second waits for
+-- the first's row locks, then finds the rows gone), and a delta committed while a fold
+-- runs is not in its snapshot, so it is left for the next. One folder at a time, by a
+-- transaction's advisory lock, which the others do not wait for: they return 0 at once
+-- (they would only wait for the first's row locks). Rows are upserted in key order and
+-- at shard 0 (one writer: the shards that spread the finishing statements' upserts are
+-- not needed; rows written before migration 0014 keep theirs, readers sum them).
+-- Returns how many delta rows it folded.
+CREATE OR REPLACE FUNCTION conveyor_rollup_fold() RETURNS bigint
+LANGUAGE plpgsql
+SET jit = off
+AS $$
+DECLARE
+    folded bigint;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(hashtext('conveyor.rollup_fold')) THEN
+        RETURN 0;
+    END IF;
+    WITH moved AS (
+        DELETE FROM task_rollup_deltas RETURNING *
+    ), rollups AS (
+        INSERT INTO task_rollups AS r (grain, period, agent, tenant, status, shard, tasks,
+                                       attempts, throttled, input_tokens, output_tokens,
+                                       llm_usd, compute_usd, confidence_sum, confidence_n)
+        SELECT g.grain, date_trunc(g.unit, m.period, 'UTC'), m.agent, m.tenant, m.status, 0,
+               sum(m.tasks), sum(m.attempts), sum(m.throttled), sum(m.input_tokens),
+               sum(m.output_tokens), sum(m.llm_usd), sum(m.compute_usd),
+               sum(m.confidence_sum), sum(m.confidence_n)
+        FROM moved m
+        CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+        GROUP BY 1, 2, 3, 4, 5
+        HAVING sum(m.tasks) <> 0 OR sum(m.attempts) <> 0 OR sum(m.throttled) <> 0
+            OR sum(m.input_tokens) <> 0 OR sum(m.output_tokens) <> 0 OR sum(m.llm_usd) <> 0
+            OR sum(m.compute_usd) <> 0 OR sum(m.confidence_n) <> 0
         ORDER BY 1, 2, 3, 4, 5
         ON CONFLICT (grain, period, agent, tenant, status, shard) DO UPDATE
         SET tasks = r.tasks + excluded.tasks,
@@ -68,36 +116,35 @@ BEGIN
             compute_usd = r.compute_usd + excluded.compute_usd,
             confidence_sum = r.confidence_sum + excluded.confidence_sum,
             confidence_n = r.confidence_n + excluded.confidence_n
-    ), entries AS MATERIALIZED (
-        SELECT c.created, c.agent, c.tenant, c.status, c.sign, v.kind,
-               conveyor_log_bucket(v.value) AS bucket
-        FROM unnest(h_created, h_agent, h_tenant, h_status, h_sign, h_ms, h_usd)
-             AS c(created, agent, tenant, status, sign, ms, usd)
-        CROSS JOIN LATERAL (VALUES ('latency', c.ms), ('cost', c.usd * 1e6)) AS v(kind, value)
-        WHERE v.value IS NOT NULL
+    ), entries AS (
+        DELETE FROM task_histogram_deltas RETURNING *
     ), histograms AS (
         INSERT INTO task_histograms AS h (grain, kind, period, agent, tenant, status, bucket,
                                           shard, tasks)
-        SELECT g.grain, e.kind, date_trunc(g.unit, e.created, 'UTC'), e.agent, e.tenant,
-               e.status, e.bucket, (pg_backend_pid() % 8)::smallint, sum(e.sign)
+        SELECT g.grain, e.kind, date_trunc(g.unit, e.period, 'UTC'), e.agent, e.tenant,
+               e.status, e.bucket, 0, sum(e.tasks)
         FROM entries e
         CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
         GROUP BY 1, 2, 3, 4, 5, 6, 7
-        HAVING sum(e.sign) <> 0
+        HAVING sum(e.tasks) <> 0
         ORDER BY 1, 2, 3, 4, 5, 6, 7
         ON CONFLICT (grain, kind, period, agent, tenant, status, bucket, shard) DO UPDATE
         SET tasks = h.tasks + excluded.tasks
+    ), by_agent AS (
+        INSERT INTO task_histograms_by_agent AS h (grain, kind, period, agent, bucket, shard,
+                                                   tasks)
+        SELECT g.grain, e.kind, date_trunc(g.unit, e.period, 'UTC'), e.agent, e.bucket, 0,
+               sum(e.tasks)
+        FROM entries e
+        CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
+        GROUP BY 1, 2, 3, 4, 5
+        HAVING sum(e.tasks) <> 0
+        ORDER BY 1, 2, 3, 4, 5
+        ON CONFLICT (grain, kind, period, agent, bucket, shard) DO UPDATE
+        SET tasks = h.tasks + excluded.tasks
     )
-    INSERT INTO task_histograms_by_agent AS h (grain, kind, period, agent, bucket, shard, tasks)
-    SELECT g.grain, e.kind, date_trunc(g.unit, e.created, 'UTC'), e.agent, e.bucket,
-           (pg_backend_pid() % 8)::smallint, sum(e.sign)
-    FROM entries e
-    CROSS JOIN (VALUES ('h'::"char", 'hour'), ('d'::"char", 'day')) AS g(grain, unit)
-    GROUP BY 1, 2, 3, 4, 5
-    HAVING sum(e.sign) <> 0
-    ORDER BY 1, 2, 3, 4, 5
-    ON CONFLICT (grain, kind, period, agent, bucket, shard) DO UPDATE
-    SET tasks = h.tasks + excluded.tasks;
+    SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM entries) INTO folded;
+    RETURN folded;
 END $$;
 
 -- Finished tasks counted in (sign 1) or out (sign -1) of the rollups, with their attempts'
@@ -338,6 +385,11 @@ CREATE OR REPLACE FUNCTION conveyor_rebuild_rollups() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     LOCK TABLE tasks, task_attempts IN SHARE MODE;
+    -- A fold running now would add deltas to rollups this deletes: wait for it, and keep
+    -- the next one out until this commits. The deltas are the rows' too, recomputed below.
+    PERFORM pg_advisory_xact_lock(hashtext('conveyor.rollup_fold'));
+    DELETE FROM task_rollup_deltas;
+    DELETE FROM task_histogram_deltas;
     DELETE FROM task_rollups;
     DELETE FROM task_histograms;
     DELETE FROM task_histograms_by_agent;

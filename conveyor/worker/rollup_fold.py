@@ -1,0 +1,69 @@
+"""The rollup folder: moves the deltas that finishing statements append into the rollups.
+
+The statement that finishes tasks does not upsert the rollups (a shared row locked until
+it commits, three tables at two grains): it appends its summed changes to insert-only
+delta tables (migration 0014). Each worker folds them in every INTERVAL seconds with one
+statement, `conveyor_rollup_fold()`, one worker at a time (an advisory lock the others do
+not wait for). Readers sum the rollups and the unfolded deltas, so the dashboard is exact
+whether or not a fold ran; folding often keeps what they sum small. After folding
+DEAD_ROWS rows the folder vacuums the delta tables, so that they do not grow where
+autovacuum is off.
+
+`run_once()` for tests, `run(stop)` for the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+
+from conveyor.db.pool import TRANSIENT_ERRORS, Database
+from conveyor.log import fields
+from conveyor.sql import Queries
+
+log = logging.getLogger(__name__)
+
+Q = Queries("rollup_fold")
+
+#: Seconds between two folds of one worker. A fold with nothing to do is one function call;
+#: at 10,000 finishes a second a second's deltas are a few thousand rows, which a reader of
+#: the rollups sums in about a millisecond (docs/benchmarks.md).
+INTERVAL = 1.0
+#: Delta rows folded (so deleted) by this worker between two VACUUMs of the delta tables.
+DEAD_ROWS = 20_000
+
+
+class RollupFolder:
+    def __init__(
+        self, db: Database, *, interval: float = INTERVAL, dead_rows: int = DEAD_ROWS
+    ) -> None:
+        self.db = db
+        self.interval = interval
+        self.dead_rows = dead_rows
+        self.folded = 0  # delta rows this worker folded (for tests and logs)
+        self._since_vacuum = 0
+
+    async def run_once(self) -> int:
+        """Fold the committed deltas now; returns how many delta rows were folded (0 also
+        when another worker was folding)."""
+        async with self.db.connection() as conn:
+            row = await (await conn.execute(Q.rollup_fold)).fetchone()
+            folded = int(row["folded"]) if row else 0
+            self.folded += folded
+            self._since_vacuum += folded
+            if self._since_vacuum >= self.dead_rows:
+                await conn.execute(Q.rollup_deltas_vacuum, prepare=False)
+                self._since_vacuum = 0
+        return folded
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self.run_once()
+            except TRANSIENT_ERRORS as exc:
+                log.warning("rollup fold failed", extra=fields(error=str(exc).strip()))
+            # Jitter: workers started together do not all try at the same moment.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.interval * random.uniform(0.75, 1.25))
