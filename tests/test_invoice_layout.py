@@ -1249,3 +1249,36 @@ def test_a_customer_number_label_is_no_buyer_heading() -> None:
         assert not _BILL_TO.match(text), text
     assert party_heading("Customer") == ("buyer", 8)
     assert _BILL_TO.match("Customer: Acme Ltd")
+
+
+def test_a_number_a_date_or_a_street_is_no_party_name() -> None:
+    from conveyor.agents.invoice_marks import not_a_name
+
+    for text in ("# 36651", "August 28, 2025", "234 Client Address St, Suite X", "12-34"):
+        assert not_a_name(text), text
+    for text in ("SuperStore", "1&1 Telecom GmbH", "3 Brothers Ltd", "Foo Bar"):
+        assert not not_a_name(text), text
+
+
+def test_a_buyer_block_that_opens_with_its_street_is_named_by_its_attention_line() -> None:
+    invoice = read(
+        [
+            (400, 60, "Foo Bar Consulting"),
+            (400, 72, "1 Baz Road, Leeds LS2 7AB"),
+            (60, 150, "Invoice To:"),
+            (60, 162, "1 Makebelieve Avenue,"),
+            (60, 174, "Sim City"),
+            (60, 186, "Attention: Jane Roe"),
+            (400, 150, "Invoice No: INV-7"),
+            (400, 162, "Date: 2024-03-01"),
+            (60, 260, "Description"),
+            (300, 260, "Amount"),
+            (60, 280, "Consulting"),
+            (300, 280, "100.00"),
+            (250, 320, "Total"),
+            (300, 320, "100.00"),
+        ]
+    )
+    data = invoice["data"]
+    assert isinstance(data, dict)
+    assert data["customer"]["name"] == "Jane Roe"

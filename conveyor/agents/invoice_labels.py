@@ -446,6 +446,13 @@ PARTY_HEADINGS: dict[str, list[str]] = {
 
 NAME_LABELS = [r"name", r"firma", r"company", r"nom", r"raison\s*sociale", r"naam", r"nombre"]
 
+# "Attention: John Doe" in a buyer's block: the person it is addressed to, its name when
+# the block has no name line of its own (it opens with the street).
+ATTENTION = re.compile(
+    r"^(?:attention|attn\.?|z\.?\s*h(?:d|anden)\.?|a\s*l'?\s*attention\s*(?:de)?|"
+    r"t\.?\s*a\.?\s*v\.?|a\s*la\s*atencion\s*de|atencion|all'?\s*attenzione\s*(?:di)?)\s*:\s*"
+)
+
 # Invoice titles: the word, alone or ending a compound ("Handelsrechnung").
 TITLE = re.compile(
     r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|faktura|fatura|lasku|"

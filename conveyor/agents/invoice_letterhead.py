@@ -28,6 +28,7 @@ from conveyor.agents.invoice_marks import (
     WEAK,
     Block,
     Party,
+    not_a_name,
     segments,
 )
 from conveyor.agents.invoice_sheet import Sheet
@@ -65,6 +66,8 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
                 continue
             if TAX_ID.match(fold(name)) or (" " not in name and ADDRESS.search(name)):
                 continue  # "CUIT 30-...", "COD.01": an identifier or a code, not the name
+            if not_a_name(name):
+                continue
             # A legal form ends a name: "Company Town, ST 12345" starts with one, names none.
             forms = name_forms(name)
             legal = forms[-1] if forms else None

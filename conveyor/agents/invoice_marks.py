@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from conveyor.agents.legal_forms import LEGAL_FORM
+from conveyor.agents.values import dates_in
 from conveyor.documents.layout import Cell
 
 SURE = 0.97
@@ -49,3 +51,20 @@ class Block:
 def segments(text: str) -> list[str]:
     """A sender line's parts: "Name GmbH • Street 1 • 12345 Town"."""
     return [s.strip(" ,;") for s in SEPARATORS.split(text) if s.strip(" ,;")]
+
+
+# A house number and a street ("234 Client Address St", "1 Makebelieve Avenue,"): a
+# block's address line, which a name with a legal form ("1&1 Telecom GmbH") is not.
+STREET = re.compile(r"^\d{1,5}[a-z]?\s+[^\W\d_]")
+
+
+def not_a_name(text: str) -> bool:
+    """What a party's name never is, wherever it was read: a number ("# 36651"), a date
+    ("August 28, 2025") or a street line. Such a reading took the wrong line."""
+    name = text.strip(" ,;:")
+    if not any(ch.isalpha() for ch in name) or name.startswith("#"):
+        return True
+    dated = sum(len(token.text) for token in dates_in(name))
+    if dated and dated >= 0.6 * len(name):
+        return True
+    return bool(STREET.match(name)) and not LEGAL_FORM.search(name)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 
 from conveyor.agents.invoice_labels import (
+    ATTENTION,
     SALUTATION,
     TAX_ID,
     TITLE,
@@ -39,6 +40,7 @@ from conveyor.agents.invoice_marks import (
     SURE,
     Block,
     Party,
+    not_a_name,
 )
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.legal_forms import LEGAL_FORM
@@ -137,7 +139,7 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
         ):
             name = f"{above[0].text} {name}"
         return Party(name.strip(), SURE, _address_after(cells, j), _tax_id(cells))
-    if block.rest and not LABELLED.match(block.rest):
+    if block.rest and not LABELLED.match(block.rest) and not not_a_name(block.rest):
         return Party(
             block.rest, SURE, _address_after(cells, cells[0][0] - 1 if cells else 0), _tax_id(cells)
         )
@@ -158,6 +160,8 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
             continue
         if SALUTATION.match(fold(text)) and not lines:
             continue
+        if not lines and not_a_name(text):
+            return _attention(cells)  # the block opens with its street: it names no one
         if not lines:
             lines.append(text)
             first_j = j
@@ -174,6 +178,17 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
     if not lines:
         return Party()
     return Party(lines[0], LIKELY, _address_after(cells, first_j or 0), _tax_id(cells))
+
+
+def _attention(cells: list[tuple[int, Cell]]) -> Party:
+    """The person a block without a name line is addressed to ("Attention: John Doe")."""
+    for _, cell in cells:
+        match = ATTENTION.match(fold(cell.text))
+        if match:
+            name = cell.text[match.end() :].strip()  # fold keeps the length
+            if name and not not_a_name(name):
+                return Party(name, LIKELY)
+    return Party()
 
 
 def _rows(cells: list[tuple[int, Cell]]) -> list[tuple[int, list[Cell]]]:
@@ -225,7 +240,7 @@ def _not_a_label(party: Party) -> Party:
         return party
     folded = fold(party.name.strip(" :"))
     heading = party_heading(folded)
-    if (heading and heading[1] >= len(folded)) or TITLE.match(folded):
+    if (heading and heading[1] >= len(folded)) or TITLE.match(folded) or not_a_name(party.name):
         return Party(address=party.address, tax_id=party.tax_id)
     return party
 
