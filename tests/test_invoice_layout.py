@@ -1282,3 +1282,35 @@ def test_a_buyer_block_that_opens_with_its_street_is_named_by_its_attention_line
     data = invoice["data"]
     assert isinstance(data, dict)
     assert data["customer"]["name"] == "Jane Roe"
+
+
+def test_a_total_row_with_hours_beside_the_money_and_a_pay_to_seller() -> None:
+    invoice = read(
+        [
+            (250, 60, "INVOICE", 16),
+            (250, 90, "Invoice #: 1001"),
+            (80, 120, "Invoice Date:"),
+            (220, 120, "August 28, 2025"),
+            (80, 160, "Bill To:"),
+            (80, 174, "Mock Client Inc."),
+            (80, 186, "123 Fake Street"),
+            (80, 220, "Pay To:"),
+            (80, 234, "Jane Maker"),
+            (80, 246, "456 Maker Lane"),
+            (120, 290, "Project"),
+            (290, 290, "Hours"),
+            (400, 290, "Rate"),
+            (500, 290, "Amount"),
+            (120, 310, "Project 1"),
+            (290, 310, "24.50"),
+            (400, 310, "$75.00"),
+            (500, 310, "$1837.50"),
+            (120, 328, "TOTAL"),
+            (290, 328, "24.50"),
+            (500, 328, "$1837.50"),
+        ]
+    )
+    data = invoice["data"]
+    assert isinstance(data, dict)
+    assert data["vendor"]["name"] == "Jane Maker"
+    assert data["total"] == "1837.50"

@@ -347,6 +347,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"vendor",
         r"from",
         r"issued\s*by",
+        r"bill(?:ed)?\s*from",
+        r"pay(?:able)?\s*to",
         r"provider",
         r"biller",
         r"issuer",

@@ -17,6 +17,7 @@ from itertools import product
 
 from conveyor.agents.invoice_labels import sum_label
 from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.values import currency_of
 
 CENT = Decimal("0.01")
 SURE = 0.97
@@ -61,13 +62,20 @@ def candidates(sheet: Sheet) -> list[Amount]:
             amount = sheet.amount(rest) if rest else None
             if isinstance(amount, Decimal):
                 values.append((amount, 1.0))
-            right = []
+            right: list[Decimal] = []
+            marked: list[Decimal] = []
             for other in cells[c + 1 :]:
                 if sum_label(other.text) and not other.text[:1].isdigit():
                     break
                 value = sheet.amount(other.text)
                 if isinstance(value, Decimal):
                     right.append(value)
+                    if currency_of(other.text):
+                        marked.append(value)
+            # "TOTAL | 55.00 | $4555.00": of several amounts, those printed as money are
+            # the sums; the bare ones are hours, quantities or rates.
+            if marked and len(marked) < len(right):
+                right = marked
             if right:
                 values.append((right[0], 1.0 if len(right) == 1 else 0.8))
                 if len(right) > 1:
