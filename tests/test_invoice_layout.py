@@ -1314,3 +1314,10 @@ def test_a_total_row_with_hours_beside_the_money_and_a_pay_to_seller() -> None:
     assert isinstance(data, dict)
     assert data["vendor"]["name"] == "Jane Maker"
     assert data["total"] == "1837.50"
+
+
+def test_a_two_digit_year_and_an_abbreviated_date_label() -> None:
+    assert [t.date for t in dates_in("Date: 22/10/21")] == [datetime.date(2021, 10, 22)]
+    assert dates_in("Page 1/2") == []
+    assert dates_in("1.5/2/33.5") == []
+    assert field_label("INV DATE") == ("issue", 8)

@@ -80,6 +80,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"invoice\s*date",
         r"date\s*of\s*(?:issue|invoice)",
         r"invoice\s*dt\.?",
+        r"inv\.?\s*date",
         r"issue\s*date",
         r"date\s*issued",
         r"issued(?:\s*on)?",

@@ -35,6 +35,7 @@ from conveyor.agents.invoice_letterhead import (
 from conveyor.agents.invoice_marks import (
     ADDRESS,
     CONTACT,
+    FAIR,
     LABELLED,
     LIKELY,
     SURE,
@@ -145,6 +146,7 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
         )
     lines: list[str] = []
     first_j = None
+    joined = False
     for j, row in _rows(cells):
         text = row[0].text.strip()
         labelled = (
@@ -166,7 +168,8 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
             lines.append(text)
             first_j = j
             continue
-        # A second line carrying the legal form completes a name that wrapped.
+        # A second line carrying the legal form completes a name that wrapped (or a
+        # person's line stood over the company's: "John Doe" over "Acme Corp"; a doubt).
         if (
             len(lines) == 1
             and LEGAL_FORM.search(text)
@@ -174,10 +177,12 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
             and not ADDRESS.search(text)
         ):
             lines[0] = f"{lines[0]} {text}"
+            joined = True
         break
     if not lines:
         return Party()
-    return Party(lines[0], LIKELY, _address_after(cells, first_j or 0), _tax_id(cells))
+    conf = FAIR if joined else LIKELY
+    return Party(lines[0], conf, _address_after(cells, first_j or 0), _tax_id(cells))
 
 
 def _attention(cells: list[tuple[int, Cell]]) -> Party:

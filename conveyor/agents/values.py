@@ -153,6 +153,8 @@ DATE_PATTERNS = (
     ("dot", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b")),
+    # "22/10/21": a two-digit year, read in this century (tried after the four-digit forms).
+    ("slash", re.compile(r"(?<![\d/.,])(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{2})(?![\d/.,])")),
     ("mdy", re.compile(rf"\b{_MONTH}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s*,?\s+(?P<y>\d{{4}})\b")),
     # Day, month, year with what languages put between them: an ordinal mark ("1er",
     # "1°", "3rd") and Spanish "de"/"del" ("1 de mayo de 2025").
@@ -212,6 +214,7 @@ def dates_in(line: str) -> list[DateToken]:
                 token = DateToken(match.group(0), _make(int(g["y"]), int(g["m"]), int(g["d"])))
             elif kind == "slash":
                 a, b, y = int(g["a"]), int(g["b"]), int(g["y"])
+                y += 2000 if y < 100 else 0
                 month_first, day_first = _make(y, a, b), _make(y, b, a)
                 if month_first and day_first and month_first != day_first:
                     token = DateToken(match.group(0), None, (month_first, day_first))
