@@ -11,7 +11,11 @@ function text is planned again). A round enqueues a batch, claims it and finishe
 functions took in each, as the server times them (`track_functions = 'pl'`, a superuser's
 setting): on a busy machine that is steadier than the client's clock.
 Medians and the 10th-90th percentile spread, for batches of 1 (an idle worker) and 16 (one
-exchange at concurrency 16).
+exchange at concurrency 16), or those of --batches (a drain of 2 x 16 finishes about 150 per
+statement). A text whose finishes append deltas (conveyor_rollup_fold, migration 0014) has
+its fold timed after each round as well, in its own transaction: the whole cost of putting
+that round's finishes in the rollups (a folder that runs once a second folds many rounds'
+deltas at once, so this is an upper bound).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -76,7 +81,25 @@ def spent(before: Sample, after: Sample) -> Sample:
     return {**sample, "both": sum(sample.values())}
 
 
-async def one_round(conn: psycopg.AsyncConnection, batch: int) -> tuple[Sample, Sample]:
+FOLD_MS = (
+    "SELECT coalesce(sum(total_time), 0) AS ms FROM pg_stat_xact_user_functions"
+    " WHERE funcname = 'conveyor_rollup_fold'"
+)
+
+
+async def fold_ms(conn: psycopg.AsyncConnection[dict[str, Any]]) -> float:
+    """What folding the deltas written so far took, by the server's timing."""
+    taken = []
+    async with conn.transaction():
+        for statement in (FOLD_MS, "SELECT conveyor_rollup_fold()", FOLD_MS):
+            row = await (await conn.execute(statement)).fetchone()
+            taken.append(row["ms"] if row and statement == FOLD_MS else 0)
+    return float(taken[2] - taken[0])
+
+
+async def one_round(
+    conn: psycopg.AsyncConnection, batch: int, fold: bool = False
+) -> tuple[Sample, Sample]:
     """What the rollup triggers took in a claim of `batch` tasks and in their finish. The
     counts are the session's until they are reported (at most once a second, when it is
     idle), so each is the difference across its own transaction."""
@@ -90,6 +113,9 @@ async def one_round(conn: psycopg.AsyncConnection, batch: int) -> tuple[Sample, 
         start = await trigger_ms(conn)
         await queue.finish(conn, outcomes)
         finish = spent(start, await trigger_ms(conn))
+    if fold:
+        finish["fold"] = await fold_ms(conn)
+        finish["both+fold"] = finish["both"] + finish["fold"]
     return claim, finish
 
 
@@ -111,7 +137,9 @@ def report(label: str, samples: list[float]) -> str:
     return f"{label} {statistics.median(samples):.3f} ms ({deciles[0]:.3f}-{deciles[-1]:.3f})"
 
 
-async def run(server: str, rounds: int, before: str, now_file: str | None) -> None:
+async def run(
+    server: str, rounds: int, before: str, now_file: str | None, batches: list[int]
+) -> None:
     name = f"bench_rollup_{secrets.token_hex(4)}"
     async with await psycopg.AsyncConnection.connect(server, autocommit=True) as admin:
         await admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -127,14 +155,15 @@ async def run(server: str, rounds: int, before: str, now_file: str | None) -> No
             # the other swaps the trigger functions (each one's helper stays beside it).
             now = Path(now_file).read_text() if now_file else function_files()["rollups"]
             variants = {"before": rollups_at(before), "now": now}
-            for batch in (1, 16):
+            for batch in batches:
                 samples: dict[tuple[str, str], list[Sample]] = {}
                 for block in range(2 * rounds // BLOCK):
                     key = list(variants)[block % 2]
                     await drop_rollup_triggers(conn)  # the two texts need not name the same
                     await conn.execute(sql.SQL(variants[key]))  # type: ignore[arg-type]
                     for r in range(BLOCK):
-                        claim, finish = await one_round(conn, batch)
+                        folds = "conveyor_rollup_fold()" in variants[key]
+                        claim, finish = await one_round(conn, batch, folds)
                         if r >= WARMUP:
                             samples.setdefault((key, "claim"), []).append(claim)
                             samples.setdefault((key, "finish"), []).append(finish)
@@ -143,7 +172,8 @@ async def run(server: str, rounds: int, before: str, now_file: str | None) -> No
                         f"batch {batch:2d} {step:6s} {key:6s}",
                         " | ".join(
                             report(name.removeprefix("conveyor_rollup_"), [t[name] for t in taken])
-                            for name in (*FUNCTIONS, "both")
+                            for name in (*FUNCTIONS, "both", "fold", "both+fold")
+                            if name in taken[0]
                         ),
                         f"({len(taken)} rounds)",
                     )
@@ -161,8 +191,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300, help="rounds per variant and batch")
     parser.add_argument("--before", default=BEFORE, help=f"commit to compare with ({BEFORE})")
     parser.add_argument("--now", help="a candidate text of rollups.sql to time as 'now'")
+    parser.add_argument("--batches", default="1,16", help="batch sizes, comma-separated")
     args = parser.parse_args()
-    asyncio.run(run(args.server, args.rounds, args.before, args.now))
+    batches = [int(b) for b in args.batches.split(",")]
+    asyncio.run(run(args.server, args.rounds, args.before, args.now, batches))
 
 
 if __name__ == "__main__":
