@@ -1321,3 +1321,25 @@ def test_a_two_digit_year_and_an_abbreviated_date_label() -> None:
     assert dates_in("Page 1/2") == []
     assert dates_in("1.5/2/33.5") == []
     assert field_label("INV DATE") == ("issue", 8)
+
+
+def test_a_net_alone_is_the_total_when_the_page_says_no_vat_is_charged() -> None:
+    draw: Draw = [
+        (60, 60, "Muster GmbH, Musterallee 42, 12345 Musterhausen", 7),
+        (60, 80, "Martina Musterfrau"),
+        (60, 92, "Musterweg 4"),
+        (60, 104, "54321 Musterstadt"),
+        (400, 140, "Datum: 14.11.2021"),
+        (60, 160, "Rechnung 003-2021", 12),
+        (60, 200, "Beschreibung"),
+        (480, 200, "Gesamt"),
+        (60, 220, "Beratung"),
+        (480, 220, "457.27 EUR"),
+        (60, 240, "Netto"),
+        (480, 240, "457.27 EUR"),
+    ]
+    exempt = read([*draw, (60, 270, "Kein Ausweis von Umsatzsteuer, da Kleinunternehmer.")])
+    plain = read(draw)
+    assert isinstance(exempt["data"], dict) and isinstance(plain["data"], dict)
+    assert exempt["data"]["total"] == "457.27"
+    assert plain["data"]["total"] is None

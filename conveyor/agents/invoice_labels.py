@@ -456,6 +456,18 @@ ATTENTION = re.compile(
     r"t\.?\s*a\.?\s*v\.?|a\s*la\s*atencion\s*de|atencion|all'?\s*attenzione\s*(?:di)?)\s*:\s*"
 )
 
+# A note that no VAT is charged: a small business's exemption, an exempt supply. With it,
+# a net printed alone is what the invoice asks for.
+NO_VAT = re.compile(
+    r"kein\w*\s+ausweis\s+(?:der|von)\s+(?:umsatzsteuer|mehrwertsteuer)|\b19\s*ustg|"
+    r"kleinunternehmer|umsatzsteuerfrei|"
+    r"vat\s+(?:is\s+)?not\s+applicable|not\s+subject\s+to\s+vat|vat\s+exempt|exempt\s+from\s+vat|"
+    r"small\s+business\s+exemption|"
+    r"tva\s+non\s+applicable|293\s*b\s+du\s+cgi|exoner\w*\s+de\s+tva|"
+    r"vrijgesteld\s+van\s+btw|btw\s+vrijgesteld|kleineondernemersregeling|"
+    r"exent[oa]\s+de\s+iva|iva\s+no\s+aplicable|esente\s+iva|regime\s+forfettario"
+)
+
 # Invoice titles: the word, alone or ending a compound ("Handelsrechnung").
 TITLE = re.compile(
     r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|faktura|fatura|lasku|"

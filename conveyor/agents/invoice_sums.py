@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from itertools import product
 
-from conveyor.agents.invoice_labels import sum_label
+from conveyor.agents.invoice_labels import NO_VAT, fold, sum_label
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import currency_of
 
@@ -177,6 +177,14 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     if result.net is None and result.gross is not None and result.tax is not None:
         result.net = result.gross - result.tax  # printed nowhere, implied by the sums
         conf["subtotal"] = min(conf["total"], conf["tax"], FAIR)
+    if (
+        result.gross is None
+        and result.net is not None
+        and result.tax is None
+        and NO_VAT.search(" ".join(fold(line.text) for line in sheet.lines))
+    ):
+        result.gross = result.net  # no VAT is charged, the page says: the net is the total
+        conf["total"] = min(conf["subtotal"], FAIR)
     if (
         result.net is None
         and result.gross is not None
