@@ -280,6 +280,9 @@ async def generate(url: str, n: int, seed: int, rebuild: bool) -> None:
             await conn.execute("SET session_replication_role = origin")
             log("rebuilding the rollups")
             await conn.execute("SELECT conveyor_rebuild_rollups()")
+        else:
+            # The triggers appended deltas (migration 0014): fold them, as a worker would.
+            await conn.execute("SELECT conveyor_rollup_fold()")
         log(f"loaded in {time.perf_counter() - started:.0f} s; VACUUM ANALYZE")
         await conn.execute("VACUUM ANALYZE tasks")
         await conn.execute("VACUUM ANALYZE task_attempts")
