@@ -1343,3 +1343,34 @@ def test_a_net_alone_is_the_total_when_the_page_says_no_vat_is_charged() -> None
     assert isinstance(exempt["data"], dict) and isinstance(plain["data"], dict)
     assert exempt["data"]["total"] == "457.27"
     assert plain["data"]["total"] is None
+
+
+def test_a_subtotal_column_is_the_lines_amount_and_a_quantity_is_no_unit_price() -> None:
+    invoice = read(
+        [
+            (400, 60, "Invoice Number: 7"),
+            (400, 72, "Date: 2021-10-22"),
+            (30, 120, "Bill From:"),
+            (30, 132, "Big Corp Ltd"),
+            (30, 144, "2 Flowers Street, London"),
+            (30, 200, "Description"),
+            (330, 200, "Quantity"),
+            (490, 200, "Subtotal"),
+            (30, 220, "Nike Air Max"),
+            (330, 220, "1"),
+            (490, 220, "53 EUR"),
+            (30, 240, "Laces"),
+            (330, 240, "2"),
+            (490, 240, "6 EUR"),
+            (330, 280, "Total without VAT"),
+            (490, 280, "59 EUR"),
+        ]
+    )
+    data = invoice["data"]
+    assert isinstance(data, dict)
+    items = data["line_items"]
+    assert [(i["description"], i["quantity"], i["amount"]) for i in items] == [
+        ("Nike Air Max", "1", "53"),
+        ("Laces", "2", "6"),
+    ]
+    assert all(i["unit_price"] is None for i in items)

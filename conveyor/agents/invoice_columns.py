@@ -88,6 +88,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
     "amount": [
         r"amount",
         r"line\s*total",
+        r"sub\s*-?\s*total",
         r"total",
         r"betrag",
         r"gesamt\w*",

@@ -254,8 +254,15 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
                 (n[0] for n in numbers[:-1] if header.column_of(n[1]) == "price" and not n[2]),
                 None,
             )
-            if each is None:
-                each = next((n[0] for n in reversed(numbers[:-1]) if not n[2]), None)
+            if each is None:  # a number under no header, never the quantity's own
+                each = next(
+                    (
+                        n[0]
+                        for n in reversed(numbers[:-1])
+                        if not n[2] and header.column_of(n[1]) != "quantity"
+                    ),
+                    None,
+                )
             if each is not None and count is None and each == last[0]:
                 count = Decimal(1)  # "Pauschal": a lump sum is one of itself
             return Row(
