@@ -99,7 +99,7 @@ async def test_concurrent_folders_fold_each_delta_exactly_once(
         await queue.finish(
             conn, [Outcome(t.id, t.attempt, "succeeded", input_tokens=1) for t in claimed]
         )
-    assert sum(folded) > 0 and folded.count(0) > 0  # they folded, and sometimes found none
+    assert sum(folded) > 0  # they folded while the workload ran
     await fold_all(conn)
 
     expected = await _rows(conn, FROM_SCRATCH)
