@@ -1374,3 +1374,31 @@ def test_a_subtotal_column_is_the_lines_amount_and_a_quantity_is_no_unit_price()
         ("Laces", "2", "6"),
     ]
     assert all(i["unit_price"] is None for i in items)
+
+
+def test_a_date_column_header_is_no_issue_date_label_and_a_lone_date_under_the_title_is() -> None:
+    invoice = read(
+        [
+            (60, 60, "Lowland Research Ltd", 14),
+            (400, 60, "INVOICE #1", 16),
+            (430, 80, "May 7, 2020"),
+            (60, 140, "Client"),
+            (110, 140, "Some Client Inc."),
+            (110, 152, "234 Client Street, Sometown"),
+            (60, 300, "Date"),
+            (160, 300, "Description"),
+            (440, 300, "Hours"),
+            (480, 300, "Rate"),
+            (520, 300, "Amount"),
+            (60, 320, "2020/04/01"),
+            (160, 320, "Some activity"),
+            (440, 320, "1"),
+            (480, 320, "$50"),
+            (520, 320, "$50.00"),
+            (480, 360, "Total"),
+            (520, 360, "$50.00"),
+        ]
+    )
+    data = invoice["data"]
+    assert isinstance(data, dict)
+    assert data["issue_date"] == "2020-05-07"

@@ -10,9 +10,11 @@ from __future__ import annotations
 import datetime
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conveyor.agents.date_order import slash_date_order
+from conveyor.agents.invoice_columns import column_kind
 from conveyor.agents.invoice_labels import TITLE, field_label, fold
 from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
 from conveyor.agents.invoice_sheet import Sheet
@@ -217,6 +219,8 @@ def dates(
     for i, line in enumerate(sheet.lines):
         for c, cell in enumerate(line.cells):
             label = field_label(cell.text)
+            if label and label[0] == "date" and _heads_a_table(line.cells, cell):
+                continue  # "Date | Project | Hours | Amount": the rows' dates, not the invoice's
             if label and label[0] in ("issue", "date"):
                 spots = sheet.values_of(i, c, label[1], below=1)
                 token = _date_from(sheet, [s.text for s in spots[:3]])
@@ -293,7 +297,22 @@ def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
                 tokens = dates_in(match.group("date"))
                 if tokens and is_value(match.group("date")):
                     return [(tokens[0], FAIR, i)]
+            # A date standing alone near the top, under a title ("INVOICE #1" over
+            # "May 7, 2020"), dates the invoice as a letter's date line does.
+            tokens = dates_in(cell.text)
+            if (
+                len(line.cells) == 1
+                and len(tokens) == 1
+                and tokens[0].text == cell.text.strip()
+                and line.y0 < height / 3
+            ):
+                return [(tokens[0], FAIR, i)]
     return []
+
+
+def _heads_a_table(cells: Sequence[Cell], label: Cell) -> bool:
+    """Whether a label stands in a row of column headers (two more besides it)."""
+    return sum(1 for c in cells if c is not label and column_kind(c.text)) >= 2
 
 
 def choose_dates(
