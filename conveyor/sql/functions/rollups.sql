@@ -1,6 +1,8 @@
--- Metrics rollups of finished tasks, maintained by statement-level triggers on tasks and
--- task_attempts, and their rebuild. The tables, and what is and is not rolled up, are
--- described in conveyor/db/migrations/0006_metrics.sql and docs/metrics.md.
+-- Metrics rollups of finished tasks: the statement-level triggers on tasks and task_attempts
+-- that append each statement's changes as deltas, the fold that moves the deltas into the
+-- rollups (run by every worker, conveyor/worker/rollup_fold.py), and the rebuild. The
+-- tables, and what is and is not rolled up, are described in
+-- conveyor/db/migrations/0006_metrics.sql, 0014_rollup_deltas.sql and docs/metrics.md.
 -- The live text; migrate() applies this file whenever it changes.
 --
 -- The trigger functions carry planner settings (SET ... in their definitions): transition
