@@ -332,7 +332,7 @@ def estimate_report(runs: list[Run], chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -
     documents before each (as the per-agent correction learns from task_attempts), by
     the median ratio (the correction before 2026-12-02) and by the Theil-Sen line (now)."""
     from conveyor.agents.llm import estimate_tokens
-    from conveyor.llm.estimates import MIN_SAMPLES, Correction, theil_sen
+    from conveyor.llm.estimates import Correction
 
     def estimate(r: Run) -> int:  # today's estimator, where the run kept its payload
         if not r.chars:
@@ -341,31 +341,9 @@ def estimate_report(runs: list[Run], chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -
         return estimate_tokens(payload, doc_type="invoice", chunk_tokens=chunk_tokens)
 
     pairs = [(estimate(r), r.input_tokens + r.output_tokens) for r in runs]
-    raw = [e / a for e, a in pairs]
-    by_ratio, by_line = [], []
     correction = Correction()
-    for i, (e, a) in enumerate(pairs):
-        before = pairs[:i]
-        ratio = theil_sen(before).ratio if len(before) >= MIN_SAMPLES else 1.0
-        by_ratio.append(math.ceil(e * ratio) / a)
-        by_line.append(correction.apply(e) / a)
-        correction.learn(e, a)
-
-    def line(title: str, ratios: list[float]) -> str:
-        within = sum(0.7 <= x <= 1.3 for x in ratios)
-        ordered = sorted(ratios)
-        return (
-            f"| {title} | {statistics.median(ratios):.2f} | {ordered[0]:.2f} - {ordered[-1]:.2f} "
-            f"| {within}/{len(ratios)} ({100 * within / len(ratios):.0f} %) |"
-        )
-
-    out = [
-        "| token estimate / actual (llm) | median | range | within ±30 % |",
-        "| --- | ---: | ---: | ---: |",
-        line("as estimated before the call", raw),
-        line("corrected from the documents before it: median ratio", by_ratio),
-        line("corrected from the documents before it: Theil-Sen line", by_line),
-    ]
+    out = ["| token estimate / actual (llm) | median | range | within ±30 % |"]
+    out += replayed(pairs, correction)
     fit = correction.fit
     if fit is not None:
         out += [
@@ -427,6 +405,88 @@ def prompt_sizes(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def replayed(pairs: list[tuple[int, int]], correction: Any) -> list[str]:
+    """Table rows: (estimate, actual) pairs as estimated, and each corrected from the
+    pairs before it by the median ratio and by `correction` (a fresh Correction, which
+    is left having learnt them all)."""
+    from conveyor.llm.estimates import MIN_SAMPLES, theil_sen
+
+    raw = [e / a for e, a in pairs]
+    by_ratio, by_line = [], []
+    for i, (e, a) in enumerate(pairs):
+        before = pairs[:i]
+        ratio = theil_sen(before).ratio if len(before) >= MIN_SAMPLES else 1.0
+        by_ratio.append(math.ceil(e * ratio) / a)
+        by_line.append(correction.apply(e) / a)
+        correction.learn(e, a)
+
+    def line(title: str, ratios: list[float]) -> str:
+        within = sum(0.7 <= x <= 1.3 for x in ratios)
+        ordered = sorted(ratios)
+        return (
+            f"| {title} | {statistics.median(ratios):.2f} | {ordered[0]:.2f} - {ordered[-1]:.2f} "
+            f"| {within}/{len(ratios)} ({100 * within / len(ratios):.0f} %) |"
+        )
+
+    return [
+        "| --- | ---: | ---: | ---: |",
+        line("as estimated before the call", raw),
+        line("corrected from the documents before it: median ratio", by_ratio),
+        line("corrected from the documents before it: Theil-Sen line", by_line),
+    ]
+
+
+def prompt_tokens(args: argparse.Namespace) -> list[str]:
+    """The prompt tokens of each llm-mode request as the server counts them, against the
+    estimate's prompt part (the text at four characters a token, plus `overhead_tokens`),
+    without generating anything: llama-server's POST /apply-template (the chat template,
+    as a request would be prompted) and POST /tokenize (its tokenizer). json_schema
+    strict, the form llama-server takes, sends no schema in the prompt (the grammar
+    enforces it), so none is added here."""
+    import httpx
+
+    from conveyor.agents.llm import _messages, chunk_text_pages, overhead_tokens, text_tokens
+    from conveyor.documents.text import extract_text
+
+    root = args.base_url.rstrip("/").removesuffix("/v1")
+    overhead = overhead_tokens("invoice")
+    out = [
+        "| document | chars | prompt estimate | prompt tokens (server) | estimate / actual |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    pairs = []
+    with httpx.Client(timeout=60) as http:
+        for pdf in selected(args):
+            text = extract_text(pdf, name=pdf.name)
+            room = args.chunk_tokens - overhead
+            actual = estimate = 0
+            for chunk in chunk_text_pages(text.pages, room):
+                messages = _messages(pdf.name, "invoice", text.page_count, chunk)
+                prompt = http.post(f"{root}/apply-template", json={"messages": messages})
+                tokens = http.post(
+                    f"{root}/tokenize", json={"content": prompt.raise_for_status().json()["prompt"]}
+                )
+                actual += len(tokens.raise_for_status().json()["tokens"])
+                estimate += text_tokens(chunk.text) + overhead
+            pairs.append((estimate, actual))
+            out.append(
+                f"| {pdf.relative_to(args.corpus / 'text-only')} | {len(text.text)} | "
+                f"{estimate} | {actual} | {estimate / actual:.2f} |"
+            )
+    from conveyor.llm.estimates import Correction
+
+    correction = Correction()
+    out += ["", "| prompt estimate / actual | median | range | within ±30 % |"]
+    out += replayed(pairs, correction)
+    fit = correction.fit
+    if fit is not None:
+        out += [
+            "",
+            f"The line from all {len(pairs)}: {fit.intercept:.0f} + {fit.slope:.2f} x estimate",
+        ]
+    return out
+
+
 def _load(path: Path) -> list[Run]:
     import realdocs
 
@@ -446,6 +506,11 @@ def main() -> int:
     parser.add_argument("--base-url", help="an OpenAI-compatible /v1 URL")
     parser.add_argument(
         "--prompts", action="store_true", help="no model: the prompt sizes of llm and hybrid"
+    )
+    parser.add_argument(
+        "--prompt-tokens",
+        action="store_true",
+        help="with --base-url of a llama-server: each llm prompt's tokens, nothing generated",
     )
     parser.add_argument("--model", default="local", help="the model name sent (local)")
     parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "realdocs")
@@ -475,6 +540,9 @@ def main() -> int:
     unknown = set(args.modes) - set(MODES)
     if unknown:
         parser.error(f"unknown modes {sorted(unknown)}; known: {', '.join(MODES)}")
+    if args.prompt_tokens:
+        print("\n".join(prompt_tokens(args)))
+        return 0
     if args.prompts:
         print("\n".join(prompt_sizes(args)))
         return 0

@@ -29,14 +29,19 @@ def test_one_long_answer_does_not_move_the_line() -> None:
     assert abs(correction.apply(1500) - 750) <= 10
 
 
-def test_beyond_the_estimates_learnt_the_line_is_scaled_not_extended() -> None:
+def test_beyond_the_estimates_learnt_the_larger_of_line_and_scaling() -> None:
     correction = Correction()
     for estimate in (1500, 1700, 1900):
         correction.learn(estimate, 2 * estimate - 2800)  # 200, 600, 1000
-    # Extended, the line would give 2 x 50,000 - 2,800; scaled from its end it is
-    # 1,000 x 50,000 / 1,900: the intercept of short documents says nothing of long ones.
-    assert correction.apply(50_000) == -(-1000 * 50_000 // 1900)
+    # Above: the line extended (2 x 5,000 - 2,800) is more than its end scaled.
+    assert correction.apply(5000) == 2 * 5000 - 2800
+    # Below: the line would fall to nothing; the end's value scaled is more.
     assert correction.apply(1000) == -(-200 * 1000 // 1500)
+    rising = Correction()
+    for estimate in (1500, 1700, 1900):
+        rising.learn(estimate, estimate // 2 + 500)  # a positive intercept
+    # Above, now the scaling is more: a long document is not reserved below its share.
+    assert rising.apply(19_000) == -(-1450 * 19_000 // 1900)
 
 
 def test_too_few_or_no_spread_falls_back_as_it_should() -> None:

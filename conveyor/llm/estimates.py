@@ -16,9 +16,11 @@ estimate, fitted to its last WINDOW successful attempts once MIN_SAMPLES are kno
 applied to every new estimate. The fit is Theil-Sen (the slope is the median of the
 slopes between every two attempts, the intercept the median of what is left): one
 document answered at length (a long table of line items) must not move every later
-estimate, as it would a least-squares line. Outside the estimates it has seen, the line
-is not extended (a short document's intercept says nothing of a 200-page one): an
-estimate beyond the range is scaled from the line's value at the nearer end. With every
+estimate, as it would a least-squares line. Outside the estimates it has seen, nothing
+says the line holds (a short document's intercept says nothing of a 200-page one): an
+estimate beyond the range gets the line extended or the line's value at the nearer end
+scaled in proportion, whichever is more, since a reservation too high costs an idle
+budget for a while and one too low an overspent one. With every
 attempt at one estimate (documents known by their page count only), there is no slope to
 see, and the correction is the median ratio. It is seeded from `task_attempts`
 (`from_attempts`) and learns from every attempt after that.
@@ -54,8 +56,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Fit:
-    """actual = intercept + slope x estimate, for estimates in [low, high] (the range
-    learnt from); `ratio` (the median actual / estimate) where the line cannot serve."""
+    """actual = intercept + slope x estimate, learnt from estimates in [low, high];
+    `ratio` (the median actual / estimate) where the line cannot serve."""
 
     intercept: float
     slope: float
@@ -66,11 +68,16 @@ class Fit:
     def __call__(self, estimate: int) -> int:
         if self.slope <= 0 or self.low == self.high:
             return math.ceil(estimate * self.ratio)
+        value = self.intercept + self.slope * estimate
         end = min(max(estimate, self.low), self.high)
-        value = self.intercept + self.slope * end
+        if end != estimate:
+            # Beyond what was learnt, the line extended or the line's value at the nearer
+            # end scaled, whichever is more: a budget reserved too high idles a while, one
+            # too low is overspent.
+            value = max(value, (self.intercept + self.slope * end) * estimate / end)
         if value <= 0:
             return math.ceil(estimate * self.ratio)
-        return math.ceil(value * estimate / end)  # scaled when beyond the range
+        return math.ceil(value)
 
 
 def theil_sen(points: list[tuple[int, int]]) -> Fit:
