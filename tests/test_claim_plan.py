@@ -43,7 +43,7 @@ async def test_the_generic_plan_of_the_claim_walks_the_dequeue_index(conn: Any) 
     await fill(conn)
     text, names = numbered(Q.tasks_claim)
     types = ", ".join(TYPES[n] for n in names)
-    await conn.execute(psycopg.sql.SQL(f"PREPARE claim ({types}) AS {text}"))
+    await conn.execute(psycopg.sql.SQL(f"PREPARE claim ({types}) AS {text}"))  # type: ignore[arg-type]
     async with conn.transaction(force_rollback=True):
         await conn.execute(Q.planner_index_only)
         cur = await conn.execute(
