@@ -175,15 +175,9 @@ FROM unnest(%(agents)s::text[], %(idempotency_keys)s::text[]) AS k(agent, idempo
 JOIN tasks t ON t.agent = k.agent AND t.idempotency_key = k.idempotency_key;
 
 -- name: planner_index_only
--- For the claim's transaction only: see queue.finish_and_claim() for why scans other than
--- the index are off. The claim is also run from its generic plan (psycopg prepares it
--- after a few executions on a connection): left to choose, PostgreSQL re-plans it for
--- every execution (its custom plans look cheaper, the LIMIT and agents being known), and
--- planning this statement took 0.65 ms, twice what running it costs an idle worker. The
--- generic plan is the same walk of tasks_dequeue_idx (tests/test_claim_plan.py).
+-- For the claim's transaction only: see queue.finish_and_claim() for why.
 SELECT set_config('enable_bitmapscan', 'off', true),
-       set_config('enable_seqscan', 'off', true),
-       set_config('plan_cache_mode', 'force_generic_plan', true);
+       set_config('enable_seqscan', 'off', true);
 
 -- name: tasks_claim
 -- Claim up to %(limit)s runnable tasks of the given agents in one statement.
