@@ -8,8 +8,9 @@ given server differs from it in two ways that one factor cannot both fix: in wha
 request costs whatever its text (the schema counted as prompt text, which a server that
 enforces it with a grammar does not send to the model; an answer budget above what the
 model writes), and in what each character costs (its tokenizer). Measured with llama.cpp
-(docs/benchmarks.md): actual / estimated ran from 0.34 for a short invoice to 1.10 for a
-long one, so a median ratio fitted the middle and missed both ends.
+and Qwen2.5 on the 32 realdocs (docs/benchmarks.md): a prompt's estimate was 4.2 times its
+tokens for the shortest invoice and 0.78 of them for the longest (about 2.2 characters a
+token, not 4), so a median ratio fitted the middle and missed both ends.
 
 So each agent keeps a `Correction`: a straight line, actual = intercept + slope x
 estimate, fitted to its last WINDOW successful attempts once MIN_SAMPLES are known, and
