@@ -66,11 +66,12 @@ async def open_listening(url: str) -> psycopg.AsyncConnection[Any]:
     return conn
 
 
-def renewal_delay(url: str) -> float | None:
-    """Seconds until a LISTEN connection to `url` opened just now must be renewed, or None
-    if its credentials have no known end (none registered, or no expiry given)."""
+def renewal_delay(url: str, conn: Any = None) -> float | None:
+    """Seconds until `conn`, a LISTEN connection to `url` opened just now, must be renewed
+    (by the expiry of the credentials it was opened with), or None if its credentials have
+    no known end (none registered, or no expiry given)."""
     credentials = for_url(url)
-    return credentials.lifetime() if credentials is not None else None
+    return credentials.lifetime(conn) if credentials is not None else None
 
 
 class Listener:
@@ -89,6 +90,11 @@ class Listener:
         self.renewals = 0  # connections replaced before their credentials' end
         self._listening = asyncio.Event()
         self._conn: psycopg.AsyncConnection[Any] | None = None
+
+    @property
+    def connection(self) -> psycopg.AsyncConnection[Any] | None:
+        """The connection listening now (None before the first one opens)."""
+        return self._conn
 
     async def wait_listening(self, timeout: float) -> bool:
         try:
@@ -138,7 +144,7 @@ class Listener:
 
     def _renew_at(self) -> float | None:
         """When (monotonic) the connection opened just now must be renewed; None: never."""
-        delay = renewal_delay(self.url) if self.renew else None
+        delay = renewal_delay(self.url, self._conn) if self.renew else None
         return None if delay is None else time.monotonic() + delay
 
     async def _hear(self, seconds: float | None) -> None:

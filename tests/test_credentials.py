@@ -513,3 +513,19 @@ async def _drain_while_rotating(rotating: Rotating, web: App, workers: list[Work
         f"{logs.count('database unavailable')} outages, "
         f"{logs.count('LISTEN connection lost')} LISTEN reconnections"
     )
+
+
+async def test_a_connection_lives_by_the_expiry_of_its_own_credentials(rotating: Rotating) -> None:
+    """A connection opened with a token that ends in 100 s is renewed by that end, even once
+    the shared cache holds a newer token (another connection's refresh) ending in an hour."""
+    ends = iter([time.time() + 100, time.time() + 3600])
+    credentials = Credentials(lambda: rotating.provider() | {"expires_at": next(ends)})
+    first = await credentials.connect(psycopg.AsyncConnection.connect, rotating.url)
+    try:
+        await credentials.get(rotating.url, refresh=True)
+        own = credentials.lifetime(first)
+        assert own is not None and own <= 0.8 * 100
+        fresh = credentials.lifetime()  # a connection opened now gets the newer token
+        assert fresh is not None and fresh > 0.75 * 3600
+    finally:
+        await first.close()

@@ -20,9 +20,11 @@ Every new connection, pooled or not (the pool, its outage probe, every LISTEN co
   probe does not call a cloud API for each attempt;
 * a refused authentication asks the provider again, bypassing that reuse, and retries once:
   a password rotated a moment ago costs one extra round trip, not an outage;
-* `lifetime()` says how long the parameters last: the pool keeps `max_lifetime` below it,
-  and the listeners renew their LISTEN connection at it (`conveyor.listener.renewal_delay`),
-  so that no connection outlives its token.
+* `lifetime(conn)` says how long the parameters a connection was opened with last (each
+  connection is remembered with its own expiry: the cache may hold newer parameters by
+  the time it asks): the pool keeps that connection's `max_lifetime` below it, and the
+  listeners renew their LISTEN connection at it (`conveyor.listener.renewal_delay`), so
+  that no connection outlives its token.
 
 A process knows its providers by URL (`register`): LISTEN connections are opened from the
 URL alone, by code that has no App at hand.
@@ -42,6 +44,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -92,29 +95,39 @@ class Credentials:
             check()  # a built-in provider whose SDK is missing says so now
         self._params: dict[str, Any] = {}
         self._expires_at: float | None = None  # epoch seconds
+        # The expiry of the parameters each open connection was made with.
+        self._opened: weakref.WeakKeyDictionary[Any, float | None] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()  # the cache is shared by every loop of an App
         self.calls = 0
 
     async def get(self, url: str = "", *, refresh: bool = False) -> dict[str, Any]:
         """The parameters for a new connection to `url` (psycopg keyword arguments)."""
+        params, _ = await self._current(url, refresh=refresh)
+        return params
+
+    async def _current(self, url: str, *, refresh: bool) -> tuple[dict[str, Any], float | None]:
+        """The parameters and their expiry, the cached ones unless near their end."""
         with self._lock:
             if (
                 not refresh
                 and self._expires_at is not None
                 and time.time() < self._expires_at - REUSE_MARGIN
             ):
-                return dict(self._params)
+                return dict(self._params), self._expires_at
         answer = await self._ask(url)
         params, expires_at = self._parse(answer)
         with self._lock:
             self._params, self._expires_at = params, expires_at
-        return dict(params)
+        return dict(params), expires_at
 
-    def lifetime(self) -> float | None:
-        """Seconds a connection opened now may live, or None if the provider gave no
-        expiry."""
+    def lifetime(self, conn: Any = None) -> float | None:
+        """Seconds `conn` (a connection this opened) may live, or one opened now with the
+        cached parameters; None if the provider gave no expiry."""
         with self._lock:
-            expires_at = self._expires_at
+            if conn is not None and conn in self._opened:
+                expires_at = self._opened[conn]
+            else:
+                expires_at = self._expires_at
         if expires_at is None:
             return None
         return max(MIN_LIFETIME, LIFETIME_SHARE * (expires_at - time.time()))
@@ -124,9 +137,9 @@ class Credentials:
     ) -> C:
         """`connect(conninfo, **options, **parameters)`, asking the provider again and
         retrying once if the server refuses the login."""
-        params = await self.get(conninfo)
+        params, expires_at = await self._current(conninfo, refresh=False)
         try:
-            return await connect(conninfo, **{**options, **params})
+            return self._remember(await connect(conninfo, **{**options, **params}), expires_at)
         except psycopg.OperationalError as exc:
             if isinstance(exc, CredentialsUnavailable) or not is_auth_failure(exc):
                 raise
@@ -134,8 +147,13 @@ class Credentials:
                 "database login refused, asking for fresh credentials",
                 extra=fields(provider=self.name, error=_line(exc)),
             )
-        params = await self.get(conninfo, refresh=True)
-        return await connect(conninfo, **{**options, **params})
+        params, expires_at = await self._current(conninfo, refresh=True)
+        return self._remember(await connect(conninfo, **{**options, **params}), expires_at)
+
+    def _remember(self, conn: C, expires_at: float | None) -> C:
+        with self._lock:
+            self._opened[conn] = expires_at
+        return conn
 
     async def _ask(self, url: str) -> Any:
         self.calls += 1

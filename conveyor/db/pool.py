@@ -189,7 +189,7 @@ class Database:
     async def _configure(self, conn: BoundedConnection) -> None:
         conn.answer_timeout = self.answer_timeout
         conn.idle_since = time.monotonic()
-        lifetime = self.credentials.lifetime() if self.credentials is not None else None
+        lifetime = self.credentials.lifetime(conn) if self.credentials is not None else None
         if lifetime is not None:
             # Read by the pool right after this hook, for this connection's expiry: it is
             # retired (and replaced with fresh credentials) before its token expires.

@@ -124,7 +124,7 @@ class RenewingListener:
             if feed.task.done():
                 feed.task.result()  # a listener never ends by itself: raise what ended it
         self._listening.set()
-        return renewal_delay(self.url)
+        return renewal_delay(self.url, feed.listener.connection)
 
     def _start(self, *, live: bool) -> _Feed:
         feed = _Feed(live=live)
