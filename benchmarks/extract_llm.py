@@ -428,12 +428,24 @@ def replayed(pairs: list[tuple[int, int]], correction: Any) -> list[str]:
             f"| {within}/{len(ratios)} ({100 * within / len(ratios):.0f} %) |"
         )
 
-    return [
+    rows = [
         "| --- | ---: | ---: | ---: |",
         line("as estimated before the call", raw),
         line("corrected from the documents before it: median ratio", by_ratio),
         line("corrected from the documents before it: Theil-Sen line", by_line),
     ]
+    if len(pairs) > MIN_SAMPLES:  # the first MIN_SAMPLES have nothing to be corrected from
+        rows += [
+            line(
+                f"... of them the {len(pairs) - MIN_SAMPLES} corrected: median ratio",
+                by_ratio[MIN_SAMPLES:],
+            ),
+            line(
+                f"... of them the {len(pairs) - MIN_SAMPLES} corrected: Theil-Sen line",
+                by_line[MIN_SAMPLES:],
+            ),
+        ]
+    return rows
 
 
 def prompt_tokens(args: argparse.Namespace) -> list[str]:
