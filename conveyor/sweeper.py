@@ -9,13 +9,12 @@ Both have `run_once()` for tests and `run(stop)` for the worker.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import random
 
 from conveyor import queue
-from conveyor.db.pool import TRANSIENT_ERRORS, Database
+from conveyor.db.pool import Database
 from conveyor.log import fields
+from conveyor.periodic import run_every
 from conveyor.states import TaskStatus
 
 log = logging.getLogger(__name__)
@@ -44,14 +43,7 @@ class Sweeper:
         return swept or []
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.run_once()
-            except TRANSIENT_ERRORS as exc:
-                log.warning("sweep failed", extra=fields(error=str(exc).strip()))
-            # Jitter keeps the sweepers of workers started together from lining up.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval * random.uniform(0.75, 1.25))
+        await run_every(self.interval, stop, self.run_once, what="sweep")
 
 
 class Pruner:
@@ -73,10 +65,4 @@ class Pruner:
         return deleted
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.run_once()
-            except TRANSIENT_ERRORS as exc:
-                log.warning("prune failed", extra=fields(error=str(exc).strip()))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval * random.uniform(0.75, 1.25))
+        await run_every(self.interval, stop, self.run_once, what="prune")

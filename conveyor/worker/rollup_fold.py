@@ -15,12 +15,10 @@ autovacuum is off.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import random
 
-from conveyor.db.pool import TRANSIENT_ERRORS, Database
-from conveyor.log import fields
+from conveyor.db.pool import Database
+from conveyor.periodic import run_every
 from conveyor.sql import Queries
 
 log = logging.getLogger(__name__)
@@ -59,11 +57,4 @@ class RollupFolder:
         return folded
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.run_once()
-            except TRANSIENT_ERRORS as exc:
-                log.warning("rollup fold failed", extra=fields(error=str(exc).strip()))
-            # Jitter: workers started together do not all try at the same moment.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval * random.uniform(0.75, 1.25))
+        await run_every(self.interval, stop, self.run_once, what="rollup fold")

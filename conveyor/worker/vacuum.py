@@ -16,12 +16,11 @@ do it at a time, and a table autovacuum is working on is skipped (SKIP_LOCKED).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import random
 
-from conveyor.db.pool import TRANSIENT_ERRORS, Database
+from conveyor.db.pool import Database
 from conveyor.log import fields
+from conveyor.periodic import run_every
 from conveyor.sql import Queries
 
 log = logging.getLogger(__name__)
@@ -74,11 +73,4 @@ class Vacuumer:
         return due
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                await self.run_once()
-            except TRANSIENT_ERRORS as exc:
-                log.warning("vacuum failed", extra=fields(error=str(exc).strip()))
-            # Jitter, as for the sweeper: workers started together do not look together.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval * random.uniform(0.75, 1.25))
+        await run_every(self.interval, stop, self.run_once, what="vacuum")
