@@ -43,7 +43,7 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
         return Party()
     first_page = sheet.lines[0].page
     height = sheet.page_height(first_page)
-    every = " ".join(fold(line.text) for line in sheet.lines)
+    every = sheet.folded
     best: tuple[float, str] | None = None
     best_at: tuple[int, Cell] | None = None
     address: str | None = None

@@ -9,7 +9,9 @@ values). `values_of` lists them in that order; the rules decide which one fits.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
+from conveyor.agents.invoice_labels import fold
 from conveyor.agents.values import NumberStyle, cell_amount, number_styles
 from conveyor.documents.layout import Cell, Line, PageLayout, lines_of
 from conveyor.documents.text import DocumentText
@@ -47,6 +49,12 @@ class Sheet:
         lines = [line for page in pages for line in lines_of(page)]
         styles = number_styles("\n".join(p.text for p in text.pages[:MAX_PAGES]))
         return cls(lines, pages, styles[0], styles)
+
+    @cached_property
+    def folded(self) -> str:
+        """Every line's text, folded (`invoice_labels.fold`), for what is looked for
+        anywhere on the pages."""
+        return " ".join(fold(line.text) for line in self.lines)
 
     def page_height(self, number: int) -> float:
         for page in self.pages:

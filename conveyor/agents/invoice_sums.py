@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from itertools import product
 
-from conveyor.agents.invoice_labels import NO_VAT, fold, sum_label
+from conveyor.agents.invoice_labels import NO_VAT, sum_label
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import currency_of
 
@@ -181,7 +181,7 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         result.gross is None
         and result.net is not None
         and result.tax is None
-        and NO_VAT.search(" ".join(fold(line.text) for line in sheet.lines))
+        and NO_VAT.search(sheet.folded)
     ):
         result.gross = result.net  # no VAT is charged, the page says: the net is the total
         conf["total"] = min(conf["subtotal"], FAIR)
