@@ -283,7 +283,7 @@ _PLACE_DATE = re.compile(r"^[^\W\d_][^\d,:]{1,40},\s*(?:(?:den|le|el|il)\s+)?(?P
 
 def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
     """With no labelled date: a line of a place and a date on the first page's upper
-    half, as letters are dated."""
+    half, as letters are dated, or a date alone on a line of its upper third."""
     if not sheet.lines:
         return []
     first = sheet.lines[0].page
@@ -299,14 +299,10 @@ def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
                     return [(tokens[0], FAIR, i)]
             # A date standing alone near the top, under a title ("INVOICE #1" over
             # "May 7, 2020"), dates the invoice as a letter's date line does.
-            tokens = dates_in(cell.text)
-            if (
-                len(line.cells) == 1
-                and len(tokens) == 1
-                and tokens[0].text == cell.text.strip()
-                and line.y0 < height / 3
-            ):
-                return [(tokens[0], FAIR, i)]
+            if len(line.cells) == 1 and line.y0 < height / 3:
+                tokens = dates_in(cell.text)
+                if len(tokens) == 1 and tokens[0].text == cell.text.strip():
+                    return [(tokens[0], FAIR, i)]
     return []
 
 
