@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
 import os
@@ -51,9 +50,8 @@ import httpx
 import limits_app
 import psycopg
 from limits_analysis import Result, analyse
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+from scratch import fresh_database
 
 from conveyor import App, NewTask, queue
 
@@ -261,22 +259,6 @@ class WorkerProcess:
 
 # ---------------------------------------------------------------------------------------
 # Databases
-
-
-@contextlib.contextmanager
-def fresh_database(server: str, name: str) -> Any:
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield make_conninfo(server, dbname=name)
-    finally:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 async def fetch(url: str, query: str) -> list[dict[str, Any]]:

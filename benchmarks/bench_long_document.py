@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import json
 import os
 import platform
@@ -38,16 +37,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from long_document_app import AGENT, ENV, declare
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+from scratch import fresh_database
 
 from conveyor import App, TaskStatus
 from conveyor.documents.submit import submit_files
@@ -87,19 +84,6 @@ class Run:
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-@contextlib.contextmanager
-def fresh_database(server: str, name: str) -> Iterator[str]:
-    drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(drop)
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield make_conninfo(server, dbname=name)
-    finally:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(drop)
 
 
 def model_env(url: str, args: argparse.Namespace) -> dict[str, str]:

@@ -28,9 +28,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
-from psycopg.conninfo import make_conninfo  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
+from scratch import fresh_database  # noqa: E402
 
 from conveyor import queue  # noqa: E402
 from conveyor.db.migrate import migrate  # noqa: E402
@@ -66,11 +65,7 @@ async def one_round(conn: psycopg.AsyncConnection, statement: str, batch: int) -
 
 
 async def run(server: str, rounds: int, before: str, without_triggers: bool) -> None:
-    name = f"bench_finish_{secrets.token_hex(4)}"
-    async with await psycopg.AsyncConnection.connect(server, autocommit=True) as admin:
-        await admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        url = make_conninfo(server, dbname=name)
+    with fresh_database(server, f"bench_finish_{secrets.token_hex(4)}") as url:
         async with await psycopg.AsyncConnection.connect(
             url, autocommit=True, row_factory=dict_row
         ) as conn:
@@ -94,11 +89,6 @@ async def run(server: str, rounds: int, before: str, without_triggers: bool) -> 
                         f"batch {batch:2d} {key:6s}: median {statistics.median(samples):.3f} ms "
                         f"(p10 {deciles[0]:.3f}, p90 {deciles[-1]:.3f}) over {rounds} rounds"
                     )
-    finally:
-        async with await psycopg.AsyncConnection.connect(server, autocommit=True) as admin:
-            await admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
     print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

@@ -35,8 +35,8 @@ sys.path.insert(0, str(HERE.parent))
 
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
-from psycopg.conninfo import make_conninfo  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
+from scratch import fresh_database  # noqa: E402
 
 from conveyor import queue  # noqa: E402
 from conveyor.db.migrate import migrate  # noqa: E402
@@ -140,11 +140,7 @@ def report(label: str, samples: list[float]) -> str:
 async def run(
     server: str, rounds: int, before: str, now_file: str | None, batches: list[int]
 ) -> None:
-    name = f"bench_rollup_{secrets.token_hex(4)}"
-    async with await psycopg.AsyncConnection.connect(server, autocommit=True) as admin:
-        await admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        url = make_conninfo(server, dbname=name)
+    with fresh_database(server, f"bench_rollup_{secrets.token_hex(4)}") as url:
         async with await psycopg.AsyncConnection.connect(
             url, autocommit=True, row_factory=dict_row
         ) as conn:
@@ -177,11 +173,6 @@ async def run(
                         ),
                         f"({len(taken)} rounds)",
                     )
-    finally:
-        async with await psycopg.AsyncConnection.connect(server, autocommit=True) as admin:
-            await admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
     print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 

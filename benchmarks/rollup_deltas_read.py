@@ -32,9 +32,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
-from psycopg.conninfo import make_conninfo  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
+from scratch import fresh_database  # noqa: E402
 
 from conveyor import metrics, queue  # noqa: E402
 from conveyor.db.migrate import migrate  # noqa: E402
@@ -108,11 +107,7 @@ async def timed(runs: int, read: Callable[[], Awaitable[Any]]) -> float:
 
 
 async def run(server: str, pending: list[int], runs: int) -> None:
-    name = f"bench_deltas_{secrets.token_hex(4)}"
-    async with await psycopg.AsyncConnection.connect(server, autocommit=True) as admin:
-        await admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        url = make_conninfo(server, dbname=name)
+    with fresh_database(server, f"bench_deltas_{secrets.token_hex(4)}") as url:
         async with await psycopg.AsyncConnection.connect(
             url, autocommit=True, row_factory=dict_row
         ) as conn:
@@ -145,11 +140,6 @@ async def run(server: str, pending: list[int], runs: int) -> None:
                 await conn.execute("ROLLBACK")  # the history stays as it was for the next N
                 fold = (time.perf_counter() - start) * 1000
                 print(f"{n:>16,} | " + " | ".join(f"{t:.1f}" for t in times) + f" | {fold:.0f}")
-    finally:
-        async with await psycopg.AsyncConnection.connect(server, autocommit=True) as admin:
-            await admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
     print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
