@@ -141,6 +141,14 @@ async def conn(database_url: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]
         yield conn
 
 
+async def one(conn: Any, query: str, params: tuple[Any, ...] = ()) -> Any:
+    """The first column of the one row a query answers (a dict-row connection)."""
+    cur = await conn.execute(sql.SQL(query), params or None)
+    row = await cur.fetchone()
+    assert row is not None
+    return next(iter(row.values()))
+
+
 async def wait_for(
     condition: Callable[[], Any],
     *,

@@ -21,6 +21,7 @@ from conveyor import App, InvalidTransition, NewTask, queue
 from conveyor.metrics import Span, bucket_bounds, median
 from conveyor.queue import Outcome
 from conveyor.settings import Settings
+from tests.conftest import one
 from tests.web import serving
 
 
@@ -335,16 +336,11 @@ BY_AGENT_ROLLED = """
 FOLDED = ROLLED_UP.replace("task_rollups_exact", "task_rollups")
 
 
-async def _one(conn: Any, query: str) -> Any:
-    row = await (await conn.execute(query)).fetchone()
-    return next(iter(row.values()))
-
-
 async def fold_all(conn: Any) -> None:
     """Fold every committed delta (what the workers' folders do), and check none is left."""
     await conn.execute("SELECT conveyor_rollup_fold()")
-    assert await _one(conn, "SELECT count(*) FROM task_rollup_deltas") == 0
-    assert await _one(conn, "SELECT count(*) FROM task_histogram_deltas") == 0
+    assert await one(conn, "SELECT count(*) FROM task_rollup_deltas") == 0
+    assert await one(conn, "SELECT count(*) FROM task_histogram_deltas") == 0
 
 
 async def _rows(conn: Any, query: str, *args: Any) -> set[tuple[Any, ...]]:
@@ -439,7 +435,7 @@ async def test_rollups_equal_a_from_scratch_aggregate_after_a_concurrent_workloa
     assert len({r[3] for r in expected}) == 3  # completed, failed and cancelled all occur
     # What readers see, with nothing folded yet (no worker ran), then with everything
     # folded: the rollup tables alone hold it all.
-    assert await _one(conn, "SELECT count(*) FROM task_rollup_deltas") > 0
+    assert await one(conn, "SELECT count(*) FROM task_rollup_deltas") > 0
     for folded in (False, True):
         if folded:
             await fold_all(conn)
@@ -473,7 +469,7 @@ async def test_rebuild_gives_what_the_triggers_kept(app: App, conn: Any) -> None
     by_agent = await _rows(conn, BY_AGENT_ROLLED, "h")
     await conn.execute("SELECT conveyor_rebuild_rollups()")
     # The deltas were recomputed into the rollups: none is left, nothing counted twice.
-    assert await _one(conn, "SELECT count(*) FROM task_rollup_deltas") == 0
+    assert await one(conn, "SELECT count(*) FROM task_rollup_deltas") == 0
     assert await _rows(conn, FOLDED, "h") == await _rows(conn, ROLLED_UP, "h") == kept
     assert await _rows(conn, HISTOGRAM_ROLLED, "d") == hist
     assert await _rows(conn, BY_AGENT_ROLLED, "h") == by_agent

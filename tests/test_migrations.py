@@ -23,7 +23,7 @@ from psycopg.rows import dict_row, tuple_row
 import conveyor.db.migrate as migrate_module
 from conveyor.db.migrate import MigrationError, available, functions, migrate
 from conveyor.sql import function_files
-from tests.conftest import with_dbname
+from tests.conftest import one, with_dbname
 
 Conn = psycopg.AsyncConnection[Any]
 
@@ -57,14 +57,6 @@ SNAPSHOT = {
         FROM pg_trigger WHERE NOT tgisinternal
         ORDER BY 1, 2""",
 }
-
-
-async def one(conn: Conn, query: str, params: tuple[Any, ...] = ()) -> Any:
-    """The first column of the one row a query answers."""
-    cur = await conn.execute(sql.SQL(query), params)
-    row = await cur.fetchone()
-    assert row is not None
-    return next(iter(row.values()))
 
 
 async def snapshot(conn: Conn) -> dict[str, list[tuple[Any, ...]]]:

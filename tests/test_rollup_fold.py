@@ -18,7 +18,7 @@ from conveyor.queue import Outcome
 from conveyor.settings import Settings
 from conveyor.worker import Worker
 from conveyor.worker.rollup_fold import RollupFolder
-from tests.conftest import wait_for
+from tests.conftest import one, wait_for
 from tests.test_metrics import (
     BY_AGENT_ROLLED,
     BY_AGENT_SCRATCH,
@@ -26,7 +26,6 @@ from tests.test_metrics import (
     FROM_SCRATCH,
     HISTOGRAM_ROLLED,
     HISTOGRAM_SCRATCH,
-    _one,
     _rows,
     _workload,
     fold_all,
@@ -64,7 +63,7 @@ async def _connect(url: str, *, autocommit: bool = True) -> psycopg.AsyncConnect
 
 
 async def _fold(conn: Any) -> int:
-    return int(await _one(conn, "SELECT conveyor_rollup_fold()"))
+    return int(await one(conn, "SELECT conveyor_rollup_fold()"))
 
 
 async def _finish_one(conn: Any, agent: str = "invoice") -> None:
@@ -127,22 +126,22 @@ async def test_a_finish_committing_while_a_fold_runs_is_counted_once(
             # A finish meanwhile: not blocked by the fold (no shared row), and counted by
             # readers at once, with the first one not yet moved.
             await asyncio.wait_for(_finish_one(writer), timeout=10)
-            assert await _one(conn, EXACT_COMPLETED) == 2
-            assert await _one(conn, FOLDED_COMPLETED) == 0
+            assert await one(conn, EXACT_COMPLETED) == 2
+            assert await one(conn, FOLDED_COMPLETED) == 0
         # The fold committed: the first finish moved, the second is still a delta.
-        assert await _one(conn, FOLDED_COMPLETED) == 1
-        assert await _one(conn, EXACT_COMPLETED) == 2
+        assert await one(conn, FOLDED_COMPLETED) == 1
+        assert await one(conn, EXACT_COMPLETED) == 2
 
         # The other order: a finish whose transaction is open while a fold commits.
         async with await _connect(database_url, autocommit=False) as late:
             async with late.transaction():
                 await _finish_one(late)
                 assert await asyncio.wait_for(_fold(other_folder), timeout=10) > 0
-                assert await _one(conn, EXACT_COMPLETED) == 2  # not committed: not counted
-            assert await _one(conn, EXACT_COMPLETED) == 3
-            assert await _one(conn, FOLDED_COMPLETED) == 2
+                assert await one(conn, EXACT_COMPLETED) == 2  # not committed: not counted
+            assert await one(conn, EXACT_COMPLETED) == 3
+            assert await one(conn, FOLDED_COMPLETED) == 2
     await fold_all(conn)
-    assert await _one(conn, FOLDED_COMPLETED) == 3
+    assert await one(conn, FOLDED_COMPLETED) == 3
     assert await _rows(conn, FOLDED, "d") == await _rows(conn, FROM_SCRATCH)
 
 
@@ -150,17 +149,17 @@ async def test_the_folder_folds_and_vacuums_the_delta_tables(app: App, conn: Any
     await app.enqueue_many_async([NewTask("contract", {"n": n}) for n in range(3)])
     for _ in range(3):
         await _finish_one(conn, "contract")
-    pending = await _one(conn, "SELECT count(*) FROM task_rollup_deltas") + await _one(
+    pending = await one(conn, "SELECT count(*) FROM task_rollup_deltas") + await one(
         conn, "SELECT count(*) FROM task_histogram_deltas"
     )
     db = await app.database()
     folder = RollupFolder(db, dead_rows=1)
     assert await folder.run_once() == pending
     assert folder.folded == pending
-    assert await _one(conn, FOLDED_COMPLETED) == 3
+    assert await one(conn, FOLDED_COMPLETED) == 3
     await conn.execute("SELECT pg_stat_force_next_flush()")
     assert (
-        await _one(
+        await one(
             conn,
             "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'task_rollup_deltas'",
         )
@@ -175,7 +174,7 @@ async def test_a_worker_folds_by_itself(app: App, conn: Any) -> None:
     running = asyncio.create_task(worker.run())
     try:
         await wait_for(
-            lambda: _one(conn, FOLDED_COMPLETED.replace("sum(tasks), 0)", "sum(tasks), 0) = 5")),
+            lambda: one(conn, FOLDED_COMPLETED.replace("sum(tasks), 0)", "sum(tasks), 0) = 5")),
             what="the worker's folder moving the five finishes into the rollups",
         )
     finally:
