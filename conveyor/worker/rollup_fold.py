@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 Q = Queries("rollup_fold")
 
 #: Seconds between two folds of one worker. A fold with nothing to do is one function call;
-#: at 10,000 finishes a second a second's deltas are a few thousand rows, which a reader of
-#: the rollups sums in about a millisecond (docs/benchmarks.md).
+#: a 2 x 16 drain at 8,000 tasks/s appends a few hundred delta rows a second (one per key
+#: of each finishing statement). Measured (benchmarks/rollup_deltas_read.py, in
+#: docs/benchmarks.md): 1,000 one-task finishes pending add nothing measurable to the
+#: dashboard's summary read, 10,000 add about 7 ms.
 INTERVAL = 1.0
 #: Delta rows folded (so deleted) by this worker between two VACUUMs of the delta tables.
 DEAD_ROWS = 20_000
