@@ -565,9 +565,10 @@ async def test_an_answer_that_goes_on_is_cut_at_its_bound() -> None:
 
 
 async def test_an_answer_cut_in_its_line_items_keeps_the_fields_before_them() -> None:
-    """oca-edi bouygues_telecom-test with llama.cpp: the model listed line items the
-    invoice does not have until its bound. The fields it completed are the answer; the
-    list it was cut in is dropped whole (a cut list is not the invoice's), with a note."""
+    """The shape llama.cpp once wrote for a real invoice (oca-edi bouygues_telecom-test,
+    before answers were bounded): line items the invoice does not have, on and on; here
+    until the bound. The fields it completed are the answer; the list it was cut in is
+    dropped whole (a cut list is not the invoice's), with a note."""
     header = {"number": "A-17", "issue_date": "2024-03-01", "currency": "EUR"}
 
     def listing(request: ChatCompletionRequest) -> str:
