@@ -1,6 +1,7 @@
 """A long drain: does Conveyor's rate hold over a million tasks, and what is left on disk?
 
     python benchmarks/sustained.py [--tasks 1000000] [--autovacuum on,off] [--server URL]
+                                   [--mixed]
 
 For each autovacuum setting, in a fresh database: every task is enqueued first (bulk, as
 bench_queue.py's drains), then 2 worker processes x concurrency 16 (`conveyor worker`,
@@ -13,22 +14,37 @@ and how many VACUUMs ran on them.
 their migration's settings. Autovacuum runs only if the server's own `autovacuum` is on (the
 script says what the server has). The workers' own vacuumer (conveyor/worker/vacuum.py)
 runs in both.
+
+`--mixed`: the agent (apps.py's `flaky`, `max_attempts` 2, a 25-50 ms backoff) fails the
+first attempt of every fourth task and succeeds on its retry; the slices count finished
+tasks (the agent times the attempt that succeeds). After the drain the run checks that
+every task ended completed with exactly the attempts it should have had, in the tables
+(tasks.attempts, one task_attempts row per attempt: failed, then succeeded) and in what
+the agents ran (each (task, attempt) once); anything else is printed and the script exits
+with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import apps  # noqa: E402
 import bench_queue  # noqa: E402
-from subjects import ConveyorSubject  # noqa: E402
+import psycopg  # noqa: E402
+from subjects import ConveyorSubject, _never_run  # noqa: E402
+
+from conveyor import App, NewTask  # noqa: E402
+from conveyor.settings import Settings  # noqa: E402
 
 SLICE = 100_000
 PROCESSES, CONCURRENCY = 2, 16
@@ -47,11 +63,101 @@ SELECT relname, vacuum_count, autovacuum_count, n_dead_tup, n_tup_upd, n_tup_hot
 FROM pg_stat_user_tables WHERE relname IN ('tasks', 'task_attempts') ORDER BY relname
 """
 
+# The mixed run's checks, each a count that must be 0. i is the payload's task number.
+EXPECTED = f"CASE WHEN (t.payload->>'i')::int % {apps.FAIL_EVERY} = 0 THEN 2 ELSE 1 END"
+CHECKS = {
+    "tasks not completed": "SELECT count(*) FROM tasks t WHERE t.status <> 'completed'",
+    "tasks whose attempts are not the expected": (
+        f"SELECT count(*) FROM tasks t WHERE t.attempts <> {EXPECTED}"
+    ),
+    "tasks whose attempt rows are not the expected (failed, then succeeded)": f"""
+        SELECT count(*) FROM tasks t
+        LEFT JOIN LATERAL (
+            SELECT count(*) AS n, array_agg(a.status::text ORDER BY a.attempt) AS statuses,
+                   max(a.attempt) AS last
+            FROM task_attempts a WHERE a.task_id = t.id
+        ) a ON true
+        WHERE a.n <> {EXPECTED} OR a.last <> {EXPECTED}
+           OR a.statuses <> CASE WHEN {EXPECTED} = 2 THEN ARRAY['failed', 'succeeded']
+                                 ELSE ARRAY['succeeded'] END
+    """,
+}
+ATTEMPTS = """
+SELECT count(*) AS tasks, sum(attempts) AS attempts,
+       (SELECT count(*) FROM task_attempts) AS attempt_rows
+FROM tasks
+"""
 
-async def run(server: str, tasks: int, autovacuum: str) -> None:
+
+class MixedSubject(ConveyorSubject):
+    """Conveyor with apps.py's flaky agent: the harness declares it as the worker does."""
+
+    async def open(self, url: str) -> None:
+        self.url = url
+        self.app = App(settings=Settings(database_url=url))
+        self.app.agent(apps.FLAKY, **apps.FLAKY_OPTIONS)(_never_run)  # type: ignore[arg-type]
+        await self.app.database()  # migrates and registers the agent
+        self.admin = await psycopg.AsyncConnection.connect(url, autocommit=True)
+
+    async def enqueue_many(self, payloads: list[dict[str, Any]]) -> None:
+        await self.app.enqueue_many_async([NewTask(apps.FLAKY, p) for p in payloads])
+
+    def worker_command(self, concurrency: int, processes: int) -> tuple[list[str], dict[str, str]]:
+        argv, env = super().worker_command(concurrency, processes)
+        return [("apps:mixed" if a == "apps:app" else a) for a in argv], env
+
+
+def agent_runs_wrong(record_files: list[Path], tasks: int) -> list[str]:
+    """What the agents ran against what they should have: each task once at attempt 1,
+    the failing ones once more at attempt 2. Empty when it is exactly that."""
+    seen: dict[tuple[int, int], int] = {}
+    for path in record_files:
+        for i, attempt in json.loads(apps.runs_path(str(path)).read_text()):
+            seen[(i, attempt)] = seen.get((i, attempt), 0) + 1
+    expected = {(i, a) for i in range(tasks) for a in range(1, apps.expected_attempts(i) + 1)}
+    twice = sum(1 for n in seen.values() if n > 1)
+    missing = len(expected - seen.keys())
+    extra = len(seen.keys() - expected)
+    problems = []
+    if twice:
+        problems.append(f"{twice:,} (task, attempt) pairs run more than once by the agents")
+    if missing:
+        problems.append(f"{missing:,} expected (task, attempt) pairs never run")
+    if extra:
+        problems.append(f"{extra:,} (task, attempt) pairs run that should not have been")
+    return problems
+
+
+async def mixed_checks(subject: ConveyorSubject, record_files: list[Path], tasks: int) -> list[str]:
+    row = await (await subject.admin.execute(ATTEMPTS)).fetchone()
+    assert row is not None
+    n, attempts, attempt_rows = row
+    print(
+        f"\nattempts: {attempts:,} over {n:,} tasks, {attempts / n:.4f} per task "
+        f"(expected {1 + 1 / apps.FAIL_EVERY:.4f}); {attempt_rows:,} attempt rows"
+    )
+    problems = [] if n == tasks else [f"{n:,} tasks in the table, {tasks:,} enqueued"]
+    for what, query in CHECKS.items():
+        found = await (await subject.admin.execute(query)).fetchone()
+        if found and found[0]:
+            problems.append(f"{found[0]:,} {what}")
+    problems += agent_runs_wrong(record_files, tasks)
+    print(
+        "checks: "
+        + (
+            "; ".join(problems)
+            if problems
+            else "every task completed, with exactly the expected attempts, each run once"
+        )
+    )
+    return problems
+
+
+async def run(server: str, tasks: int, autovacuum: str, mixed: bool) -> list[str]:
     databases = bench_queue.Databases(server)
-    subject = ConveyorSubject()
+    subject = MixedSubject() if mixed else ConveyorSubject()
     await subject.open(databases.create(f"sustained_{autovacuum}"))
+    problems: list[str] = []
     try:
         cur = await subject.admin.execute("SHOW autovacuum")
         server_autovacuum = (await cur.fetchone())[0]  # type: ignore[index]
@@ -61,6 +167,7 @@ async def run(server: str, tasks: int, autovacuum: str) -> None:
         print(
             f"\n## autovacuum {autovacuum} (server autovacuum = {server_autovacuum}), "
             f"{tasks:,} tasks, {PROCESSES} x {CONCURRENCY}"
+            + (f", mixed: 1 in {apps.FAIL_EVERY} fails its first attempt" if mixed else "")
         )
         began = time.monotonic()
         await bench_queue.enqueue_in_batches(subject, tasks)
@@ -71,6 +178,9 @@ async def run(server: str, tasks: int, autovacuum: str) -> None:
         ):
             await bench_queue.wait_until_done(subject, running, timeout=6 * 3600)
             records = running.stop()
+            record_files = [record for record, _ in running.files]
+            if mixed:
+                problems = await mixed_checks(subject, record_files, tasks)
         starts = sorted(t for r in records for t in r.starts)
         print("\n| tasks | seconds | tasks/s | / first slice |")
         print("| ---: | ---: | ---: | ---: |")
@@ -95,6 +205,7 @@ async def run(server: str, tasks: int, autovacuum: str) -> None:
     finally:
         await subject.close()
         databases.drop_all()
+    return problems
 
 
 def main() -> None:
@@ -102,9 +213,15 @@ def main() -> None:
     parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--tasks", type=int, default=1_000_000)
     parser.add_argument("--autovacuum", default="on,off", help="comma-separated: on, off")
+    parser.add_argument(
+        "--mixed", action="store_true", help="a quarter of the tasks fail once and retry"
+    )
     args = parser.parse_args()
+    problems = []
     for setting in args.autovacuum.split(","):
-        asyncio.run(run(args.server, args.tasks, setting))
+        problems += asyncio.run(run(args.server, args.tasks, setting, args.mixed))
+    if problems:
+        sys.exit("the mixed run went wrong: " + "; ".join(problems))
 
 
 if __name__ == "__main__":
