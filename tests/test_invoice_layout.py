@@ -1402,3 +1402,15 @@ def test_a_date_column_header_is_no_issue_date_label_and_a_lone_date_under_the_t
     data = invoice["data"]
     assert isinstance(data, dict)
     assert data["issue_date"] == "2020-05-07"
+
+
+def test_a_space_grouping_a_decimal_point_and_signs_only_one_currency_prints() -> None:
+    # SI style: "1 250.40" beside a point; offered only when the page shows it.
+    assert number_styles("Due CHF 3 480.10\nNet 3 250.40")[0] == NumberStyle(".", " ")
+    assert NumberStyle(".", " ") not in number_styles("Net 1,000.00  Tax 190.00")
+    assert cell_amount("CHF 3 480.10", NumberStyle(".", " ")) == Decimal("3480.10")
+    # A dollar-like sign with its country's letters is that country's currency, read
+    # from price-parser's data; a sign several currencies print decides nothing new.
+    assert currency_of("R$ 7.310,25") == "BRL" and currency_of("HK$ 88.00") == "HKD"
+    assert cell_amount("R$ 7.310,25", NumberStyle(",", ".")) == Decimal("7310.25")
+    assert currency_of("412,00 kr") is None

@@ -82,8 +82,10 @@ def number_styles(text: str) -> list[NumberStyle]:
     decimal = "," if votes[","] > votes["."] else "."
     if not sum(votes.values()) and thousands["."] > thousands[","]:
         decimal = ","  # only "1.000" and "12.500": dots that group thousands
-    candidates = ("'", ",") if decimal == "." else (".", " ")
-    ranked = sorted(candidates, key=lambda sep: -thousands[sep])
+    # A space groups thousands beside a decimal point too ("CHF 1 199.95", SI style); it
+    # is offered only when seen, and the two separators seen most are kept.
+    candidates = ("'", ",", " ") if decimal == "." else (".", " ")
+    ranked = sorted(candidates, key=lambda sep: -thousands[sep])[:2]
     # The usual separator first when nothing was seen.
     if not any(thousands[sep] for sep in candidates):
         ranked = [",", "'"] if decimal == "." else [".", " "]
@@ -257,7 +259,8 @@ def resolve(token: DateToken, order: str) -> datetime.date | None:
 
 _CELL_NOISE = re.compile(
     # Codes and signs, and a tax-category letter after the amount ("170,00 B").
-    r"(?:\b(?:[A-Z]{3})\b|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|(?<=\d)\s+[A-Z]$|"
+    # "R$", "S$", "HK$": a dollar-like sign with its country's letters.
+    r"(?:\b(?:[A-Z]{3})\b|\b[A-Z]{1,3}\$|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|(?<=\d)\s+[A-Z]$|"
     + _TEX_EURO.pattern
     + ")",
     re.IGNORECASE,
@@ -324,7 +327,9 @@ _SIGN_CODES = {
 
 def currency_of(text: str) -> str | None:
     """The ISO code of the currency `text` prints next to an amount (price-parser finds
-    the sign or code), or None."""
+    the sign or code), or None. A sign our table does not decide is looked up in
+    price-parser's own currency data, and read only when exactly one currency in use
+    prints it ("R$" is the real's; "$" or "kr" are several countries')."""
     from price_parser import Price
 
     found = Price.fromstring(text).currency
@@ -333,4 +338,21 @@ def currency_of(text: str) -> str | None:
     code = found.strip()
     if re.fullmatch(r"[A-Z]{3}", code):
         return code
-    return _SIGN_CODES.get(code.lower())
+    return _SIGN_CODES.get(code.lower()) or _sign_owners().get(code.lower())
+
+
+@functools.lru_cache(maxsize=1)
+def _sign_owners() -> dict[str, str]:
+    """Each currency sign that exactly one current currency prints, lower case, to its
+    code (price-parser's data: 's' the usual sign, 'sn' the national one)."""
+    from price_parser._currencies import CURRENCIES, REPLACED_BY_EURO
+
+    owners: dict[str, set[str]] = {}
+    for code, info in CURRENCIES.items():
+        if code in REPLACED_BY_EURO:
+            continue
+        for key in ("s", "sn"):
+            sign = str(info.get(key) or "").strip().lower()
+            if sign and sign != code.lower():
+                owners.setdefault(sign, set()).add(code)
+    return {sign: next(iter(codes)) for sign, codes in owners.items() if len(codes) == 1}
