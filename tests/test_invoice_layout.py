@@ -1414,3 +1414,32 @@ def test_a_space_grouping_a_decimal_point_and_signs_only_one_currency_prints() -
     assert currency_of("R$ 7.310,25") == "BRL" and currency_of("HK$ 88.00") == "HKD"
     assert cell_amount("R$ 7.310,25", NumberStyle(",", ".")) == Decimal("7310.25")
     assert currency_of("412,00 kr") is None
+
+
+def test_a_payment_slip_s_payee_under_its_account_and_a_payment_reference() -> None:
+    from conveyor.agents.bank_codes import is_iban, is_payment_reference
+
+    assert is_iban("CH32 0900 0000 1234 5678 901") and not is_iban("CH33 0900 0000 1234 5678 901")
+    assert is_payment_reference("RF74 4711 INV") and not is_payment_reference("RF75 4711 INV")
+    assert is_payment_reference("00000 00000 00000 00000 48072 14")
+    assert not is_payment_reference("00000 00000 00000 00000 48072 15")
+    assert not is_payment_reference("2024-0117")
+    slip: Draw = [
+        (30, 40, "Zahlteil", 11),
+        (30, 70, "Konto / Zahlbar an"),
+        (30, 82, "CH32 0900 0000 1234 5678 901"),
+        (30, 94, "Kessler Holzbau AG"),
+        (30, 106, "Bahnweg 4"),
+        (30, 118, "3600 Thun"),
+        (30, 140, "Referenz"),
+        (30, 152, "RF74 4711 INV"),
+        (30, 176, "Zahlbar durch"),
+        (30, 188, "Lea Brunner"),
+        (30, 200, "Seeweg 9"),
+        (30, 212, "6300 Zug"),
+    ]
+    data = read(slip)["data"]
+    assert isinstance(data, dict)
+    assert data["vendor"]["name"] == "Kessler Holzbau AG"
+    assert data["customer"]["name"] == "Lea Brunner"
+    assert data["number"] is None  # the reference is the bank's, not an invoice number

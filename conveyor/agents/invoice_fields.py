@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from conveyor.agents.bank_codes import is_payment_reference
 from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_columns import column_kind
 from conveyor.agents.invoice_labels import TITLE, field_label, fold
@@ -169,7 +170,8 @@ def _referenced(sheet: Sheet) -> list[Candidate]:
             label = field_label(cell.text)
             if label and label[0] == "reference":
                 for spot in sheet.values_of(i, c, label[1], below=1):
-                    number = _token(spot.text)
+                    # A payment reference ("RF18 5390 ...") is the bank's, not the invoice's.
+                    number = None if is_payment_reference(spot.text) else _token(spot.text)
                     if number:
                         return [Candidate(number, WEAK, i)]
     return []

@@ -371,6 +371,9 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"fornitore",
         r"venditore",
         r"cedente",
+        # A payment slip's payee, under its account: "Compte / Payable à", "Konto /
+        # Zahlbar an", "Account / Payable to".
+        r"(?:(?:compte|conto|konto|account)\s*/\s*)?(?:payable\s*(?:a|to)|pagabile\s*a|zahlbar\s*an)",
     ],
     "buyer": [
         r"(?:customer|client|buyer)\s*name",
@@ -425,6 +428,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"senor(?:es|a)?",
         r"spett\.?\s*le",
         r"spettabile",
+        # A payment slip's payer: "Payable par", "Pagabile da", "Zahlbar durch".
+        r"payable\s*par|pagabile\s*da|zahlbar\s*durch",
         r"titulaire(?:\s*du\s*compte)?",
         r"account\s*holder",
     ],

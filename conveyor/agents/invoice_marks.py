@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from conveyor.agents.bank_codes import is_iban
 from conveyor.agents.legal_forms import LEGAL_FORM
 from conveyor.agents.values import dates_in
 from conveyor.documents.layout import Cell
@@ -62,7 +63,7 @@ def not_a_name(text: str) -> bool:
     """What a party's name never is, wherever it was read: a number ("# 36651"), a date
     ("August 28, 2025") or a street line. Such a reading took the wrong line."""
     name = text.strip(" ,;:")
-    if not any(ch.isalpha() for ch in name) or name.startswith("#"):
+    if not any(ch.isalpha() for ch in name) or name.startswith("#") or is_iban(name):
         return True
     dated = sum(len(token.text) for token in dates_in(name))
     if dated and dated >= 0.6 * len(name):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from conveyor.agents.bank_codes import is_iban
 from conveyor.agents.invoice_labels import (
     ATTENTION,
     SALUTATION,
@@ -160,7 +161,8 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
             if lines:
                 break
             continue
-        if SALUTATION.match(fold(text)) and not lines:
+        # A salutation over the name, or the account a payee's block opens with.
+        if (SALUTATION.match(fold(text)) or is_iban(text)) and not lines:
             continue
         if not lines and not_a_name(text):
             return _attention(cells)  # the block opens with its street: it names no one
