@@ -1443,3 +1443,26 @@ def test_a_payment_slip_s_payee_under_its_account_and_a_payment_reference() -> N
     assert data["vendor"]["name"] == "Kessler Holzbau AG"
     assert data["customer"]["name"] == "Lea Brunner"
     assert data["number"] is None  # the reference is the bank's, not an invoice number
+
+
+def test_the_amount_word_alone_over_its_value_and_totals_to_pay() -> None:
+    for label in ("Montant", "Importo", "Betrag", "Valor total da nota", "VALOR TOTAL DA NFS-e"):
+        assert sum_label(label) == ("gross", len(label)), label
+    for label in ("Total a pagar", "Valor a pagar"):
+        assert sum_label(label) == ("due", len(label)), label
+    slip: Draw = [
+        (30, 40, "Sezione pagamento", 11),
+        (30, 70, "Conto / Pagabile a"),
+        (30, 82, "CH32 0900 0000 1234 5678 901"),
+        (30, 94, "Fratelli Rossi SA"),
+        (30, 106, "Via Cantonale 12"),
+        (30, 118, "6900 Lugano"),
+        (30, 150, "Valuta"),
+        (80, 150, "Importo"),
+        (30, 162, "CHF"),
+        (80, 162, "1 250.40"),
+    ]
+    data = read(slip)["data"]
+    assert isinstance(data, dict)
+    assert data["total"] == "1250.40" and data["currency"] == "CHF"
+    assert data["vendor"]["name"] == "Fratelli Rossi SA"

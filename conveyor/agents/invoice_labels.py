@@ -250,6 +250,10 @@ SUM_LABELS: dict[str, list[str]] = {
         r"invoice\s*amount",
         r"total\s*(?:de\s*(?:la\s*)?)?factura",
         r"totale(?:\s*(?:fattura|documento|complessivo))?",
+        # The amount word alone: a payment slip's "Montant", "Importo", "Betrag", "Amount"
+        # (an item table's column of that name is the table's, not a sum's).
+        r"montant|importo(?:\s*totale)?|betrag|amount",
+        r"valor\s*total(?:\s*d[ao]\s*(?:nota|nf\S*|fatura|factura|documento))?",
         r"celkem(?:\s*k\s*uhrade)?",
         r"razem(?:\s*brutto)?",
         r"(?:wartosc\s*)?brutto",
@@ -273,6 +277,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"reste\s*a\s*payer",
         r"te\s*betalen(?:\s*bedrag)?",
         r"importe\s*a\s*pagar",
+        r"(?:total|valor|importe)\s*(?:total\s*)?a\s*pagar",
         r"(?:totale\s*)?da\s*pagare",
         r"do\s*zaplaty",
         r"maksettava(?:\s*yhteensa)?",
