@@ -14,6 +14,7 @@ import dataclasses
 import os
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -46,20 +47,32 @@ def _free_port() -> int:
 def _started_cluster() -> Any:
     """ray.init with the dashboard. Ray gives its raylet a fixed 30 s to register, which a
     machine loaded far past its cores (this one, shared by the whole team) sometimes
-    misses: the cluster's start is tried three times; what is tested starts after it."""
+    misses: the cluster's start is tried three times; what is tested starts after it.
+
+    A job's driver is pointed at its cluster by the job supervisor, which takes the address
+    that `ray start` writes into the cluster's temporary folder; ray.init writes none, and
+    then the supervisor takes any Ray cluster it finds running on the machine. With a second
+    test run beside this one, jobs submitted here ran on the other run's cluster (seen, and
+    reproduced: 2 of 3 jobs). So the cluster gets a folder of its own and the address is
+    written there, as `ray start` would."""
+    folder = tempfile.mkdtemp(prefix="ray-")  # short: the cluster's sockets live in it
     for attempt in range(3):
         try:
-            return ray.init(
+            context = ray.init(
                 num_cpus=2,
                 include_dashboard=True,
                 dashboard_host="127.0.0.1",
                 dashboard_port=_free_port(),
                 log_to_driver=False,
+                _temp_dir=folder,
             )
         except Exception as exc:
             if "timed out during startup" not in str(exc) or attempt == 2:
                 raise
             ray.shutdown()
+            continue
+        ray._private.utils.write_ray_address(context.address_info["gcs_address"], folder)
+        return context
     raise AssertionError("unreachable")
 
 
