@@ -151,6 +151,7 @@ class Run:
     estimate: int = 0
     chars: int = 0  # the payload the estimate is made from, to replay other estimators
     pages: int = 0
+    item_rows: int | None = None  # None: a run file from before rows were counted
     estimated_usage: int = 0  # answers whose prompt tokens the server did not count
     error: str | None = None
 
@@ -159,7 +160,7 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
     import realdocs  # benchmarks/realdocs.py: its corpus walk and its scorer
 
     from conveyor.agents.hybrid import extract_hybrid
-    from conveyor.agents.llm import estimate_tokens
+    from conveyor.agents.llm import estimate_tokens, item_rows
     from conveyor.agents.offline import extract_offline
     from conveyor.documents.text import extract_text
 
@@ -176,7 +177,11 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
             truth = json.loads(pdf.with_suffix(".json").read_text())[0]
             label, source = str(pdf.relative_to(folder)), pdf.parent.name
             text = await asyncio.to_thread(extract_text, pdf, name=pdf.name)
-            payload = {"chars": len(text.text), "pages": text.page_count}
+            payload = {
+                "chars": len(text.text),
+                "pages": text.page_count,
+                "item_rows": item_rows(text.text),
+            }
             for mode in args.modes:
                 task = _task()
                 before = (client.requests, client.refusals, client.estimated_usage)
@@ -230,6 +235,7 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
                     ),
                     chars=payload["chars"],
                     pages=payload["pages"],
+                    item_rows=payload["item_rows"],
                     error=error,
                 )
                 runs.append(run)
@@ -270,7 +276,7 @@ def _row(run: Run) -> dict[str, Any]:
     return {**{k: v for k, v in run.__dict__.items() if k != "doc"}, "doc": run.doc.__dict__}
 
 
-def real_report(runs: list[Run], modes: Sequence[str]) -> list[str]:
+def real_report(runs: list[Run], modes: Sequence[str], learnt: Sequence[Run] = ()) -> list[str]:
     import realdocs
 
     by_mode = {m: [r for r in runs if r.mode == m] for m in modes}
@@ -307,7 +313,7 @@ def real_report(runs: list[Run], modes: Sequence[str]) -> list[str]:
         out += [f"- {r.mode} {r.doc.path}: {r.error}" for r in errors]
     measured = [r for r in by_mode.get("llm", []) if r.error is None and r.input_tokens]
     if measured:
-        out += ["", *estimate_report(measured)]
+        out += ["", *estimate_report(measured, learnt=_measured(learnt))]
     return out
 
 
@@ -327,39 +333,73 @@ def source_report(docs: dict[str, list[Any]], modes: Sequence[str]) -> list[str]
     return out
 
 
-def estimate_report(runs: list[Run], chunk_tokens: int = DEFAULT_CHUNK_TOKENS) -> list[str]:
-    """The admission estimate against the tokens used: raw, and corrected from the
-    documents before each (as the per-agent correction learns from task_attempts), by
-    the median ratio (the correction before 2026-12-02) and by the Theil-Sen line (now)."""
+def estimate_report(
+    runs: list[Run], chunk_tokens: int = DEFAULT_CHUNK_TOKENS, learnt: Sequence[Run] = ()
+) -> list[str]:
+    """The admission estimate against the tokens used, by the estimator before item rows
+    were counted (the payload's `chars` and `pages`) and by today's (with `item_rows`),
+    side by side: raw, and corrected from the documents before each (as the per-agent
+    correction learns from task_attempts) by the median ratio (the correction before
+    2026-12-02) and by the Theil-Sen line (now). `learnt`: runs the corrections learn
+    from first, not reported (earlier runs of the same agent and server)."""
     from conveyor.agents.llm import estimate_tokens
-    from conveyor.llm.estimates import Correction
+    from conveyor.llm.estimates import MIN_SAMPLES, Correction
 
-    def estimate(r: Run) -> int:  # today's estimator, where the run kept its payload
-        if not r.chars:
+    def payload(r: Run, rows: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"chars": r.chars, "pages": r.pages}
+        if rows:
+            out["item_rows"] = r.item_rows
+        return out
+
+    def estimate(r: Run, rows: bool) -> int:
+        if not r.chars:  # a run file without its payload: the estimate it made
             return r.estimate
-        payload = {"chars": r.chars, "pages": r.pages}
-        return estimate_tokens(payload, doc_type="invoice", chunk_tokens=chunk_tokens)
+        return estimate_tokens(payload(r, rows), doc_type="invoice", chunk_tokens=chunk_tokens)
 
-    pairs = [(estimate(r), r.input_tokens + r.output_tokens) for r in runs]
-    correction = Correction()
-    out = ["| token estimate / actual (llm) | median | range | within ±30 % |"]
-    out += replayed(pairs, correction)
-    fit = correction.fit
-    if fit is not None:
+    def actual(r: Run) -> int:
+        return r.input_tokens + r.output_tokens
+
+    seen = {rows: [(estimate(r, rows), actual(r)) for r in learnt] for rows in (False, True)}
+    pairs = {rows: [(estimate(r, rows), actual(r)) for r in runs] for rows in (False, True)}
+    names = {False: "chars and pages", True: "with item rows"}
+    corrections = {rows: Correction() for rows in (False, True)}
+    title = f"token estimate / actual (llm, {len(runs)} documents)"
+    if learnt:
+        title += f", corrections first taught by {len(learnt)} earlier"
+    out = [f"| {title} | median | range | within ±30 % |", "| --- | ---: | ---: | ---: |"]
+    ratios = {}
+    for rows in (False, True):
+        ratios[rows] = replayed(pairs[rows], corrections[rows], seen[rows])
+        out += [f"| {names[rows]}: {line}" for line in ratio_rows(ratios[rows], len(learnt))]
+    fresh = max(0, MIN_SAMPLES - len(learnt))
+    if fresh:
         out += [
             "",
-            f"The line learnt from all {len(pairs)}: actual = {fit.intercept:.0f} + "
-            f"{fit.slope:.2f} x estimate (estimates {fit.low}-{fit.high}; median ratio "
-            f"{fit.ratio:.2f}).",
-            "",
-            "| document | chars | estimate | actual (in + out) | estimate / actual |",
-            "| --- | ---: | ---: | ---: | ---: |",
+            f"(The first {fresh} are corrected from nothing: a correction needs "
+            f"{MIN_SAMPLES} attempts; '... the corrected' leaves them out.)",
         ]
-        for r, (e, a) in zip(runs, pairs, strict=True):
-            out.append(
-                f"| {r.doc.path} | {r.chars or '?'} | {e} | {a} ({r.input_tokens} + "
-                f"{r.output_tokens}) | {e / a:.2f} |"
-            )
+    for rows in (False, True):
+        fit = corrections[rows].fit
+        if fit is not None:
+            out += [
+                "",
+                f"{names[rows]}: the line learnt from all {len(learnt) + len(runs)}: actual = "
+                f"{fit.intercept:.0f} + {fit.slope:.2f} x estimate (estimates "
+                f"{fit.low}-{fit.high}; median ratio {fit.ratio:.2f}).",
+            ]
+    out += [
+        "",
+        "| document | chars | item rows | actual (in + out) | estimate, chars and pages "
+        "(corrected / actual) | estimate, with item rows (corrected / actual) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for i, r in enumerate(runs):
+        cells = [f"{pairs[k][i][0]} ({ratios[k]['Theil-Sen line'][i]:.2f})" for k in (False, True)]
+        out.append(
+            f"| {r.doc.path} | {r.chars or '?'} | "
+            f"{'?' if r.item_rows is None else r.item_rows} | {actual(r)} "
+            f"({r.input_tokens} + {r.output_tokens}) | " + " | ".join(cells) + " |"
+        )
     return out
 
 
@@ -405,46 +445,53 @@ def prompt_sizes(args: argparse.Namespace) -> list[str]:
     ]
 
 
-def replayed(pairs: list[tuple[int, int]], correction: Any) -> list[str]:
-    """Table rows: (estimate, actual) pairs as estimated, and each corrected from the
-    pairs before it by the median ratio and by `correction` (a fresh Correction, which
-    is left having learnt them all)."""
+def replayed(
+    pairs: list[tuple[int, int]],
+    correction: Any,
+    learnt: Sequence[tuple[int, int]] = (),
+) -> dict[str, list[float]]:
+    """estimate / actual of (estimate, actual) pairs, as estimated and each corrected from
+    the pairs before it (after the `learnt` ones, not reported) by the median ratio and
+    by `correction` (a fresh Correction, left having learnt them all)."""
     from conveyor.llm.estimates import MIN_SAMPLES, theil_sen
 
-    raw = [e / a for e, a in pairs]
-    by_ratio, by_line = [], []
-    for i, (e, a) in enumerate(pairs):
-        before = pairs[:i]
-        ratio = theil_sen(before).ratio if len(before) >= MIN_SAMPLES else 1.0
-        by_ratio.append(math.ceil(e * ratio) / a)
-        by_line.append(correction.apply(e) / a)
+    before = list(learnt)
+    for e, a in learnt:
         correction.learn(e, a)
+    out: dict[str, list[float]] = {"as estimated": [], "median ratio": [], "Theil-Sen line": []}
+    for e, a in pairs:
+        ratio = theil_sen(before).ratio if len(before) >= MIN_SAMPLES else 1.0
+        out["as estimated"].append(e / a)
+        out["median ratio"].append(math.ceil(e * ratio) / a)
+        out["Theil-Sen line"].append(correction.apply(e) / a)
+        correction.learn(e, a)
+        before.append((e, a))
+    return out
 
-    def line(title: str, ratios: list[float]) -> str:
-        within = sum(0.7 <= x <= 1.3 for x in ratios)
-        ordered = sorted(ratios)
+
+def ratio_rows(ratios: dict[str, list[float]], learnt: int = 0) -> list[str]:
+    """Table rows (median, range, within ±30 %) of `replayed`'s ratios; with fewer than
+    MIN_SAMPLES `learnt` before them, also of the documents that were corrected."""
+    from conveyor.llm.estimates import MIN_SAMPLES
+
+    def line(title: str, values: list[float]) -> str:
+        within = sum(0.7 <= x <= 1.3 for x in values)
+        ordered = sorted(values)
         return (
-            f"| {title} | {statistics.median(ratios):.2f} | {ordered[0]:.2f} - {ordered[-1]:.2f} "
-            f"| {within}/{len(ratios)} ({100 * within / len(ratios):.0f} %) |"
+            f"{title} | {statistics.median(values):.2f} | {ordered[0]:.2f} - {ordered[-1]:.2f} "
+            f"| {within}/{len(values)} ({100 * within / len(values):.0f} %) |"
         )
 
     rows = [
-        "| --- | ---: | ---: | ---: |",
-        line("as estimated before the call", raw),
-        line("corrected from the documents before it: median ratio", by_ratio),
-        line("corrected from the documents before it: Theil-Sen line", by_line),
+        line("as estimated before the call", ratios["as estimated"]),
+        line("corrected from the documents before it: median ratio", ratios["median ratio"]),
+        line("corrected from the documents before it: Theil-Sen line", ratios["Theil-Sen line"]),
     ]
-    if len(pairs) > MIN_SAMPLES:  # the first MIN_SAMPLES have nothing to be corrected from
-        rows += [
-            line(
-                f"... of them the {len(pairs) - MIN_SAMPLES} corrected: median ratio",
-                by_ratio[MIN_SAMPLES:],
-            ),
-            line(
-                f"... of them the {len(pairs) - MIN_SAMPLES} corrected: Theil-Sen line",
-                by_line[MIN_SAMPLES:],
-            ),
-        ]
+    fresh = max(0, MIN_SAMPLES - learnt)
+    n = len(ratios["as estimated"])
+    if fresh and n > fresh:  # the first ones have nothing to be corrected from
+        for kind in ("median ratio", "Theil-Sen line"):
+            rows.append(line(f"... the {n - fresh} corrected: {kind}", ratios[kind][fresh:]))
     return rows
 
 
@@ -489,7 +536,8 @@ def prompt_tokens(args: argparse.Namespace) -> list[str]:
 
     correction = Correction()
     out += ["", "| prompt estimate / actual | median | range | within ±30 % |"]
-    out += replayed(pairs, correction)
+    out += ["| --- | ---: | ---: | ---: |"]
+    out += [f"| {line}" for line in ratio_rows(replayed(pairs, correction))]
     fit = correction.fit
     if fit is not None:
         out += [
@@ -507,6 +555,26 @@ def _load(path: Path) -> list[Run]:
         doc = realdocs.Doc(**row.pop("doc"))
         runs.append(Run(doc=doc, **row))
     return runs
+
+
+def _measured(runs: Sequence[Run]) -> list[Run]:
+    """The llm-mode runs that used tokens: what an agent's correction learns from."""
+    return [r for r in runs if r.mode == "llm" and r.error is None and r.input_tokens]
+
+
+def _count_rows(runs: Sequence[Run], corpus: Path) -> int:
+    """Item rows counted from the documents, for runs whose files predate the count (a
+    run file names its document); the number of runs so filled in."""
+    from conveyor.agents.llm import item_rows
+    from conveyor.documents.text import extract_text
+
+    filled = 0
+    for run in runs:
+        pdf = corpus / "text-only" / run.doc.path
+        if run.item_rows is None and pdf.exists():
+            run.item_rows = item_rows(extract_text(pdf, name=pdf.name).text)
+            filled += 1
+    return filled
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -547,6 +615,14 @@ def main() -> int:
         nargs="+",
         help="report the runs of earlier --json files, together (partial runs too)",
     )
+    parser.add_argument(
+        "--learn-from",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="with --report: earlier --json files the token-estimate corrections learn "
+        "from first (not reported), as an agent's correction learns from its attempts",
+    )
     args = parser.parse_args()
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(args.modes) - set(MODES)
@@ -563,11 +639,18 @@ def main() -> int:
     runs = (
         [r for f in args.report for r in _load(f)] if args.report else asyncio.run(read_real(args))
     )
+    learnt = [r for f in args.learn_from for r in _load(f)]
     if args.report:
         args.modes = [m for m in args.modes if any(r.mode == m for r in runs)]
         complete = {r.doc.path for r in runs if r.mode == args.modes[-1]}
         runs = [r for r in runs if r.doc.path in complete]  # documents read in every mode
-    print("\n".join(real_report(runs, args.modes)))
+        filled = _count_rows([*learnt, *runs], args.corpus)
+        if filled:
+            print(
+                f"(item rows counted from the documents of {args.corpus} for {filled} runs "
+                "whose files predate them)\n"
+            )
+    print("\n".join(real_report(runs, args.modes, learnt)))
     return 0
 
 

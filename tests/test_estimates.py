@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from conveyor.llm.estimates import Correction, theil_sen
+from typing import Any
+
+from conveyor.llm.estimates import Correction, from_attempts, theil_sen
 
 
 def test_a_line_fits_what_a_single_ratio_cannot() -> None:
@@ -53,3 +55,32 @@ def test_too_few_or_no_spread_falls_back_as_it_should() -> None:
     assert correction.apply(1000) == 600 and correction.apply(2000) == 1200
     correction.learn(0, 100)  # no estimate: nothing to learn
     assert correction.samples == 3
+
+
+async def test_a_correction_seeded_from_attempts_estimates_from_every_field_read() -> None:
+    """from_attempts gives the estimator every payload field its query reads: an estimate
+    made from fewer fields than the live one would teach a line of other estimates."""
+
+    class Rows:
+        async def fetchall(self) -> list[dict[str, Any]]:  # newest first, as the query
+            return [
+                {"chars": 900, "pages": 1, "item_rows": 2, "actual": 1100},
+                {"chars": 700, "pages": 1, "item_rows": None, "actual": 900},
+                {"chars": 500, "pages": 1, "item_rows": 9, "actual": 700},
+            ]
+
+    class Conn:
+        async def execute(self, query: str, params: dict[str, Any]) -> Rows:
+            assert params == {"agent": "invoice", "limit": 50}
+            return Rows()
+
+    seen: list[dict[str, Any]] = []
+
+    def estimate(payload: dict[str, Any]) -> int:
+        seen.append(payload)
+        return payload["chars"]
+
+    correction = await from_attempts(Conn(), "invoice", estimate)
+    assert [p.get("item_rows") for p in seen] == [9, None, 2]  # oldest first
+    assert all("actual" not in p for p in seen)
+    assert correction.samples == 3 and correction.apply(800) == 1000

@@ -20,9 +20,12 @@ from conveyor.agents.documents import (
 from conveyor.agents.grounding import Evidence
 from conveyor.agents.hybrid import extract_hybrid, merged, plan_for
 from conveyor.agents.llm import (
+    ANSWER_TOKENS,
     answer_limit,
     chunk_text_pages,
+    estimate_tokens,
     extract_llm,
+    item_rows,
     merge,
     overhead_tokens,
     text_tokens,
@@ -371,6 +374,80 @@ async def test_token_estimates_are_corrected_from_what_attempts_used(
         assert abs(corrected - actual) < abs(estimate - actual)
         within += abs(corrected - actual) <= 0.3 * actual
     assert within >= 2  # the payload knows only pages: documents of one page differ
+
+
+def test_item_rows_are_lines_with_two_amounts_and_nothing_else_counts() -> None:
+    text = "\n".join(
+        [
+            "Widget, blue 2 12.50 25.00",  # a row
+            "1 41,1765 \u20ac 41,18 \u20ac",  # a unit price to 4 places
+            "Manager Training $3,500 - $3,500",  # whole amounts, by their sign
+            "Beratung 3 1.234,56 3.703,68",  # grouped thousands
+            "Net 87.39 Tax 16.61",  # a sums line looks like a row, and counts
+            "Total 104.00",  # one amount
+            "Invoice date 12.10.2020, due 26.10.2020",  # dates are not amounts
+            "Server 78.46.77.91, 144.76.99.134",  # nor are addresses
+            "Phone +49 9831 505-0, 91710 Gunzenhausen, qty 3 of 12",  # nor integers
+        ]
+    )
+    assert item_rows(text) == 5
+    assert item_rows("") == 0
+    for n in (3, 7, 4):  # the sample generator's invoices: one line per item, sums apart
+        invoice = make_invoice(n)
+        assert item_rows(extract_text(invoice.pdf).text) == len(invoice.truth.line_items)
+
+
+def test_an_estimate_without_item_rows_is_as_before_and_with_them_grows_by_each() -> None:
+    chars = {"chars": 2000, "pages": 1}
+    before = 500 + overhead_tokens("invoice") + ANSWER_TOKENS["invoice"]
+    assert estimate_tokens(chars, doc_type="invoice", chunk_tokens=6000) == before
+    for unknown in (None, -1, True, "8"):  # not a count: as if absent
+        payload = {**chars, "item_rows": unknown}
+        assert estimate_tokens(payload, doc_type="invoice", chunk_tokens=6000) == before
+    by_rows = [
+        estimate_tokens({**chars, "item_rows": n}, doc_type="invoice", chunk_tokens=6000)
+        for n in (0, 1, 10)
+    ]
+    # Each item is its keys (about 17 tokens) and what it prints (about 12).
+    assert 20 <= by_rows[1] - by_rows[0] <= 40
+    assert 200 <= by_rows[2] - by_rows[0] <= 400
+    # The schema is not counted (a grammar-enforcing server never sends it), nor a flat
+    # 600 tokens of answer: a one-item invoice reserves less than before.
+    assert by_rows[1] < before - 500
+    # Two chunks: the header is answered twice, the rows once.
+    long = {"chars": 40_000, "pages": 10}
+    one = estimate_tokens({**long, "item_rows": 0}, doc_type="invoice", chunk_tokens=6000)
+    more = estimate_tokens({**long, "item_rows": 10}, doc_type="invoice", chunk_tokens=6000)
+    assert abs((one - 10_000) - 2 * (by_rows[0] - 500)) <= 1  # framing and header twice
+    assert abs((more - one) - (by_rows[2] - by_rows[0])) <= 1  # the rows once (rounding)
+
+
+async def test_with_item_rows_the_estimate_follows_the_answer_as_line_items_grow() -> None:
+    """Against the simulator, which counts four characters a token and answers every
+    line item: the estimate with item rows is within 30 % of what invoices of 1 to 25
+    items use; a flat answer budget was off by a factor of up to 4."""
+    invoices = [make_invoice(n) for n in (3, 6, 2, 4)]  # 1, 3, 20 and 25 items
+    simulator = Simulator(responder=TruthResponder(_truth(*invoices)), base_latency=0)
+    old, new = [], []
+    async with simulator.serving() as url:
+        client = LLMClient(model="sim", base_url=f"{url}/v1")
+        try:
+            for invoice in invoices:
+                document = extract_text(invoice.pdf)
+                task = a_task()
+                stem = invoice.name.removesuffix(".pdf")
+                await extract_llm(client, task, document, "invoice", name=stem)
+                used = task.usage.input_tokens + task.usage.output_tokens
+                payload = {"chars": len(document.text), "pages": document.page_count}
+                rows = {**payload, "item_rows": item_rows(document.text)}
+                old.append(estimate_tokens(payload, doc_type="invoice", chunk_tokens=6000) / used)
+                new.append(estimate_tokens(rows, doc_type="invoice", chunk_tokens=6000) / used)
+        finally:
+            await client.aclose()
+    assert sorted(len(i.truth.line_items) for i in invoices) == [1, 3, 20, 25]
+    assert all(0.7 <= r <= 1.3 for r in new), new
+    assert max(new) / min(new) < 1.25  # one factor away from every one of them
+    assert max(old) / min(old) > 2
 
 
 # ------------------------------------------------------------------------------ hybrid

@@ -33,7 +33,7 @@ from conveyor.agents.fanout import (
     read_range,
 )
 from conveyor.agents.hybrid import TRUST, hints_for, merged, plan_for, schema_for_fields
-from conveyor.agents.llm import ANSWER_TOKENS, estimate_tokens, extract_llm
+from conveyor.agents.llm import ANSWER_TOKENS, estimate_tokens, extract_llm, item_rows
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.text import DocumentText
 from conveyor.documents.types import Extraction, json_schema
@@ -88,10 +88,12 @@ async def spawn(
     document = {k: payload[k] for k in _DOCUMENT_KEYS if k in payload}
     children = []
     for pages in ranges:
-        chars = sum(len(p.text) + 2 for p in text.pages[pages.first - 1 : pages.last])
+        texts = [p.text for p in text.pages[pages.first - 1 : pages.last]]
+        chars = sum(len(t) + 2 for t in texts)
         child = {
             **document,
             "chars": chars,
+            "item_rows": sum(item_rows(t) for t in texts),  # what its answer restates
             PART: {"range": pages.to_json(), "type": kind, **asked},
         }
         # Its pages' own estimate, uncorrected: the agent's correction is learnt from

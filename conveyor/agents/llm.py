@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import math
 import re
@@ -59,6 +60,7 @@ from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import (
     FAILED_CHECK_CEILING,
     Extraction,
+    LineItem,
     cross_checks,
     json_schema,
     make_extraction,
@@ -112,27 +114,101 @@ def answer_limit(doc_type: str, chunk: Chunk) -> int:
     return 2 * read + ANSWER_TOKENS.get(doc_type, ANSWER_TOKENS["generic"])
 
 
+def framing_tokens() -> int:
+    """Prompt tokens of a request besides its pages and any schema: the instructions and
+    the framing of the messages (roles, the document's name, the part's label)."""
+    return text_tokens(SYSTEM_PROMPT) + 100
+
+
 def overhead_tokens(doc_type: str) -> int:
-    """Prompt tokens of a request besides the pages: instructions, schema, framing."""
+    """Prompt tokens of a request besides the pages: instructions, schema, framing. The
+    schema is in the prompt on every rung of `conveyor.llm.formats` but the first, so a
+    chunk leaves room for it."""
     schema = json.dumps(json_schema(doc_type), separators=(",", ":"))
-    return text_tokens(SYSTEM_PROMPT) + text_tokens(schema) + 100
+    return framing_tokens() + text_tokens(schema)
+
+
+# What an answer holds, for the types whose answer grows with the document: an invoice's
+# header fields (names, addresses, a tax id, its number and dates, three amounts: about
+# 250 characters as printed) and one item per line item, each its description, quantity
+# and two amounts (about 50 characters as printed). Keys, quotes and nulls are counted
+# from the type's empty answer (`answer_chars`), so a field added to the schema is
+# counted without a change here.
+HEAD_VALUE_CHARS = {"invoice": 250}
+ROW_VALUE_CHARS = {"invoice": 50}
+
+# An amount as an item row prints it: with cents, or finer (unit prices to 4 places), in
+# any grouping ("1.234,56", "1'234.50", "12.5000"), or any number a currency sign stands
+# beside ("$3,500", "41 €"). Plain integers are not amounts here (quantities, years,
+# postcodes and phone numbers are integers too), nor are a date's or an address's dotted
+# parts ("12.10.2020", "78.46.77.91"). Not values.AMOUNT: that one reads the amounts of a
+# document whose number style the rules have voted on, integers among them, and stops at
+# 2 decimals; this one only counts, before any rule has read the document.
+_MONEY = re.compile(
+    r"(?<![\w.,])-?(?:\d{1,3}(?:[,.' \u00a0]\d{3})+|\d+)[.,]\d{2,4}(?!\w|[.,]\d)"
+    r"|[$€£¥]\s?-?\d[\d.,']*"
+    r"|(?<![\w.,])\d[\d.,']*\s?[$€£¥]"
+)
+
+
+def item_rows(text: str) -> int:
+    """Lines of `text` that look like an item row: two or more amounts on one line (a
+    price and its amount, or a quantity with cents). A count of what the answer will
+    restate, for the estimate (`estimate_tokens`); a sums line ("Net 87.39 Tax 16.61")
+    counts too, and a row whose amount wraps onto the next line does not."""
+    return sum(len(_MONEY.findall(line)) >= 2 for line in text.split("\n"))
+
+
+@functools.cache
+def answer_chars(doc_type: str) -> tuple[int, int]:
+    """Characters of an answer of a type with line items (ROW_VALUE_CHARS): its header
+    (the empty answer's keys, quotes, braces and nulls, and HEAD_VALUE_CHARS of values),
+    and each item (an empty line item, its comma, and ROW_VALUE_CHARS)."""
+    header = len(model_for(doc_type)().model_dump_json()) + HEAD_VALUE_CHARS[doc_type]
+    item = len(LineItem().model_dump_json()) + 1 + ROW_VALUE_CHARS[doc_type]
+    return header, item
+
+
+def answer_tokens(doc_type: str, rows: int | None, chunks: int) -> int:
+    """Tokens of the answers to a document's `chunks` requests: each chunk restates the
+    header, each item row (`item_rows`) is restated once. Where the rows are not known
+    (an older payload, a type without line items), the type's flat budget per chunk
+    (ANSWER_TOKENS), as estimates were before the rows were counted."""
+    if rows is None or doc_type not in ROW_VALUE_CHARS:
+        return chunks * ANSWER_TOKENS.get(doc_type, ANSWER_TOKENS["generic"])
+    header, item = answer_chars(doc_type)
+    return math.ceil((chunks * header + rows * item) / CHARS_PER_TOKEN)
 
 
 def estimate_tokens(payload: Any, *, doc_type: str, chunk_tokens: int) -> int:
     """Tokens a document task will spend, for admission: from its text length when the
-    payload has it (`chars`), else from its page count (`pages`, set at upload)."""
+    payload has it (`chars`), else from its page count (`pages`, set at upload).
+
+    With its item rows counted too (`item_rows`, carried beside `chars`), what is sent and
+    what comes back: the text and each request's framing, and an answer that grows with
+    the rows (`answer_tokens`). The schema is not counted then: on the first rung of
+    `conveyor.llm.formats` (json_schema, strict) a server enforces it and puts none of it
+    in the prompt, on the others it is sent; which rung a server takes is learnt by the
+    client of the process that asks it, not known where a task is enqueued. The per-agent
+    correction (`conveyor.llm.estimates`) carries it as part of its intercept, as it
+    carries what a tokenizer makes of four characters. A payload without `item_rows`
+    estimates as before they were counted: schema and flat answer budget included."""
     data = payload if isinstance(payload, dict) else {}
     chars = data.get("chars")
     pages = data.get("pages")
+    rows = data.get("item_rows")
     pages = pages if isinstance(pages, int) and pages > 0 else 1
     if isinstance(chars, int) and chars >= 0:
         text = math.ceil(chars / CHARS_PER_TOKEN)
     else:
         text = pages * TOKENS_PER_PAGE
-    overhead = overhead_tokens(doc_type if doc_type in ANSWER_TOKENS else "generic")
+    kind = doc_type if doc_type in ANSWER_TOKENS else "generic"
+    overhead = overhead_tokens(kind)
     room = max(1, chunk_tokens - overhead)
     chunks = max(1, math.ceil(text / room))
-    return text + chunks * (overhead + ANSWER_TOKENS.get(doc_type, 800))
+    if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
+        return text + chunks * overhead + answer_tokens(kind, None, chunks)
+    return text + chunks * framing_tokens() + answer_tokens(kind, rows, chunks)
 
 
 # ---------------------------------------------------------------------------- chunking

@@ -3,11 +3,12 @@
 Admission reserves a task's estimate before any model call (`conveyor.limits`): an
 estimate that is too low lets a budget be overspent, one too high leaves it idle. The
 estimate of a document (`conveyor.agents.llm.estimate_tokens`: its text at four characters
-a token, plus the instructions, schema and answer of each request) is a rule of thumb; a
-given server differs from it in two ways that one factor cannot both fix: in what a
-request costs whatever its text (the schema counted as prompt text, which a server that
-enforces it with a grammar does not send to the model; an answer budget above what the
-model writes), and in what each character costs (its tokenizer). Measured with llama.cpp
+a token, each request's instructions, and an answer of its header and one item per item
+row; without the rows counted, the schema and a flat answer budget instead) is a rule of
+thumb; a given server differs from it in two ways that one factor cannot both fix: in
+what a request costs whatever its text (the schema, sent as prompt text by a server that
+does not enforce it and not by one that does; the answer's header), and in what each
+character costs (its tokenizer). Measured with llama.cpp
 and Qwen2.5 on the 32 realdocs (docs/benchmarks.md): a prompt's estimate was 4.2 times its
 tokens for the shortest invoice and 0.78 of them for the longest (about 2.2 characters a
 token, not 4), so a median ratio fitted the middle and missed both ends.
@@ -143,7 +144,9 @@ async def from_attempts(
     cursor = await conn.execute(Q.attempts_tokens_recent, {"agent": agent, "limit": WINDOW})
     rows = await cursor.fetchall()
     for row in reversed(rows):  # oldest first, as if learnt live
-        payload = {"chars": row["chars"], "pages": row["pages"]}
+        # Every payload field the query reads (chars, pages, ...): an estimate made again
+        # from fewer fields than the live one had would teach a line of other estimates.
+        payload = {key: value for key, value in row.items() if key != "actual"}
         correction.learn(estimate(payload), int(row["actual"]))
     return correction
 
