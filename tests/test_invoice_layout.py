@@ -1466,3 +1466,42 @@ def test_the_amount_word_alone_over_its_value_and_totals_to_pay() -> None:
     assert isinstance(data, dict)
     assert data["total"] == "1250.40" and data["currency"] == "CHF"
     assert data["vendor"]["name"] == "Fratelli Rossi SA"
+
+
+def test_party_boxes_with_a_small_name_label_over_the_name() -> None:
+    from conveyor.agents.invoice_marks import not_a_name
+
+    assert not_a_name("CNPJ / CPF / NIF") and not_a_name("VAT / Tax ID")
+    assert not not_a_name("Oficina Lima Ltda")
+    boxes: Draw = [
+        (30, 40, "NOTA DE SERVIÇO", 12),
+        (30, 70, "EMITENTE", 6),
+        (30, 80, "Prestador", 8),
+        (180, 80, "Nº 000.000.417", 8),
+        (160, 96, "CNPJ / CPF / NIF", 6),
+        (30, 100, "PRESTADOR / FORNECEDOR", 8),
+        (160, 100, "12.345.678/0001-90", 8),
+        (30, 114, "Nome / Razão social", 6),
+        (30, 122, "Oficina Lima Ltda", 8),
+        (30, 136, "Endereço", 6),
+        (30, 144, "Rua das Flores, 25", 8),
+        (30, 170, "TOMADOR / ADQUIRENTE", 8),
+        (30, 184, "Nome / Razão social", 6),
+        (30, 192, "Padaria Sol Nascente", 8),
+        (30, 206, "Endereço", 6),
+        (30, 214, "Avenida Central, 900", 8),
+    ]
+    data = read(boxes)["data"]
+    assert isinstance(data, dict)
+    assert data["vendor"]["name"] == "Oficina Lima Ltda"
+    assert data["customer"]["name"] == "Padaria Sol Nascente"
+    # The same label in the size of what is under it is a placeholder name, not a box.
+    same_size: Draw = [
+        (30, 40, "INVOICE", 14),
+        (30, 70, "BILL TO"),
+        (30, 82, "Name"),
+        (30, 94, "Street Address"),
+        (30, 106, "City, ST ZIP Code"),
+    ]
+    data = read(same_size)["data"]
+    assert isinstance(data, dict) and data["customer"]["name"] != "Street Address"

@@ -376,6 +376,9 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"fornitore",
         r"venditore",
         r"cedente",
+        r"prestador",
+        r"emitente",
+        r"fornecedor",
         # A payment slip's payee, under its account: "Compte / Payable à", "Konto /
         # Zahlbar an", "Account / Payable to".
         r"(?:(?:compte|conto|konto|account)\s*/\s*)?(?:payable\s*(?:a|to)|pagabile\s*a|zahlbar\s*an)",
@@ -418,6 +421,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"comprador",
         r"destinatario",
         r"cessionario",
+        r"tomador",
+        r"adquirente",
         r"intestatario",
         r"destinataire",
         r"to(?=\s*:)",
@@ -457,7 +462,19 @@ PARTY_HEADINGS: dict[str, list[str]] = {
     ],
 }
 
-NAME_LABELS = [r"name", r"firma", r"company", r"nom", r"raison\s*sociale", r"naam", r"nombre"]
+NAME_LABELS = [
+    r"name",
+    r"firma",
+    r"company",
+    r"nom",
+    r"nome(?:\s*empresarial)?",
+    r"raison\s*sociale",
+    r"razao\s*social",
+    r"ragione\s*sociale",
+    r"denominacion(?:\s*social)?",
+    r"naam",
+    r"nombre",
+]
 
 # "Attention: John Doe" in a buyer's block: the person it is addressed to, its name when
 # the block has no name line of its own (it opens with the street).
@@ -486,7 +503,7 @@ TITLE = re.compile(
 
 TAX_ID = re.compile(
     r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|gstin|pan|tin|ein|abn|"
-    r"cuit|cuil|ruc|rfc|nit|cnpj|nip|regon|ico|dic)\b|"
+    r"cuit|cuil|ruc|rfc|nit|cnpj|cpf|nip|regon|ico|dic)\b|"
     r"steuer-?nr|steuernummer|ust-?id|handelsregister|hrb|iban|bic\b|"
     r"geschaftsfuhr|registergericht|amtsgericht|kvk|rpr|rcs|p\.iva|partita)",
 )
@@ -503,7 +520,9 @@ def compile_labels(table: dict[str, list[str]]) -> list[tuple[str, re.Pattern[st
 _FIELDS = compile_labels(FIELD_LABELS)
 _SUMS = compile_labels(SUM_LABELS)
 _PARTIES = compile_labels(PARTY_HEADINGS)
-_NAME = re.compile(r"(?:" + "|".join(NAME_LABELS) + r")" + _END)
+# Alternatives joined by slashes are one label: "Nome / Razão social", "Name / Firma".
+_NAME_WORD = r"(?:" + "|".join(NAME_LABELS) + r")" + _END
+_NAME = re.compile(_NAME_WORD + r"(?:\s*/\s*" + _NAME_WORD + r")*")
 
 
 def longest_label(

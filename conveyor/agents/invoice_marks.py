@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from conveyor.agents.bank_codes import is_iban
+from conveyor.agents.invoice_labels import TAX_ID
 from conveyor.agents.legal_forms import LEGAL_FORM
 from conveyor.agents.values import dates_in
 from conveyor.documents.layout import Cell
@@ -39,6 +40,7 @@ class Party:
     name_conf: float = 0.0
     address: str | None = None
     tax_id: str | None = None
+    by_label: bool = False  # the name stood behind a "Name" label
 
 
 @dataclass
@@ -67,5 +69,9 @@ def not_a_name(text: str) -> bool:
         return True
     dated = sum(len(token.text) for token in dates_in(name))
     if dated and dated >= 0.6 * len(name):
+        return True
+    # A row of tax-id labels ("CNPJ / CPF / NIF", "VAT / Tax ID") names no one.
+    words = [w for w in re.split(r"[\s/]+", name.lower()) if w]
+    if words and all(TAX_ID.fullmatch(w) or w in ("tax", "id", "no", "nr") for w in words):
         return True
     return bool(STREET.match(name)) and not LEGAL_FORM.search(name)

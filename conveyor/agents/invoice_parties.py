@@ -60,6 +60,10 @@ def headings(sheet: Sheet) -> list[Block]:
                 continue
             kind, end = heading
             rest = cell.text[end:].strip()
+            # "DESTINATÁRIO / REMETENTE", "Customer / Kunde": one word after a slash is
+            # the heading's other name (another language, a synonym), not the party's.
+            if re.fullmatch(r"/\s*[^\W\d_]+", rest):
+                rest = ""
             if rest.startswith(":") or not rest or rest.startswith("/"):
                 rest = rest.lstrip(":/ ").strip() or _beside(line.cells, cell)
                 found.append(Block(kind, i, cell, rest))
@@ -129,6 +133,18 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
         value_cells = [c for jj, c in cells if jj == j and c.x0 > cell.x1]
         name = rest or (value_cells[0].text if value_cells else "")
         if not name:
+            # A box with its label over its value: the cell just below, in line with it.
+            # Such a label is printed smaller than its value ("Name" over "Street
+            # Address" in one size is a placeholder name over its address).
+            under = [c for jj, c in cells if jj > j and abs(c.x0 - cell.x0) < 6][:1]
+            if (
+                under
+                and _height(cell) < 0.92 * _height(under[0])
+                and not (LABELLED.match(under[0].text) or name_label(under[0].text))
+            ):
+                name = under[0].text
+                j = next(jj for jj, c in cells if c is under[0])
+        if not name:
             continue
         # A name too long for its field wraps upwards: the unlabelled line just above.
         above = [c for jj, c in cells if jj == j - 1]
@@ -140,7 +156,7 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
             and not LABELLED.match(above[0].text)
         ):
             name = f"{above[0].text} {name}"
-        return Party(name.strip(), SURE, _address_after(cells, j), _tax_id(cells))
+        return Party(name.strip(), SURE, _address_after(cells, j), _tax_id(cells), by_label=True)
     if block.rest and not LABELLED.match(block.rest) and not not_a_name(block.rest):
         return Party(
             block.rest, SURE, _address_after(cells, cells[0][0] - 1 if cells else 0), _tax_id(cells)
@@ -185,6 +201,28 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
         return Party()
     conf = FAIR if joined else LIKELY
     return Party(lines[0], conf, _address_after(cells, first_j or 0), _tax_id(cells))
+
+
+def _best_block(sheet: Sheet, blocks: list[Block]) -> Party:
+    """The party of the first block of its kind; when it names no one, a later block's
+    whose name stands behind a name label. A heading word printed as another field's
+    value ("Issuer: Provider", tax-id labels under it) heads no block, and reading it
+    finds no name; a later block read only by its first line may be a remittance
+    slip's "To:" (the seller), so it is not taken."""
+    if not blocks:
+        return Party()
+    first = _from_block(sheet, blocks[0])
+    if first.name:
+        return first
+    for block in blocks[1:]:
+        party = _from_block(sheet, block)
+        if party.name and party.by_label:
+            return party
+    return first
+
+
+def _height(cell: Cell) -> float:
+    return max((w.y1 - w.y0 for w in cell.words), default=0.0)
 
 
 def _attention(cells: list[tuple[int, Cell]]) -> Party:
@@ -254,10 +292,8 @@ def _not_a_label(party: Party) -> Party:
 
 def parties(sheet: Sheet) -> tuple[Party, Party]:
     blocks = headings(sheet)
-    seller = next((b for b in blocks if b.kind == "seller"), None)
-    buyer = next((b for b in blocks if b.kind == "buyer"), None)
-    vendor = _from_block(sheet, seller) if seller else Party()
-    customer = _from_block(sheet, buyer) if buyer else Party()
+    vendor = _best_block(sheet, [b for b in blocks if b.kind == "seller"])
+    customer = _best_block(sheet, [b for b in blocks if b.kind == "buyer"])
     # The buyer's and the delivery blocks' cells are nobody's letterhead.
     skip: set[Cell] = set()
     for block in blocks:
