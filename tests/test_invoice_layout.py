@@ -1505,3 +1505,28 @@ def test_party_boxes_with_a_small_name_label_over_the_name() -> None:
     ]
     data = read(same_size)["data"]
     assert isinstance(data, dict) and data["customer"]["name"] != "Street Address"
+
+
+def test_a_serial_number_a_request_to_pay_by_a_date_and_a_service_provider() -> None:
+    assert field_label("Serial No. K-2231") == ("weak_number", len("Serial No."))
+    assert field_label("Invoice due date:") == ("due", len("Invoice due date"))
+    assert field_label("Kindly remit by 2026-04-01") == ("due", len("Kindly remit by"))
+    letter: Draw = [
+        (40, 50, "INVOICE", 16),
+        (380, 50, "Serial No. K-2231"),
+        (380, 64, "Invoice date: 2026-03-02"),
+        (40, 110, "Service Provider"),
+        (300, 110, "Client"),
+        (40, 124, "Name:"),
+        (110, 124, "Brightline Studio"),
+        (300, 124, "Harbor Books LLC"),
+        (40, 136, "Street:"),
+        (110, 136, "4 Mill Lane"),
+        (300, 136, "18 Quay Road"),
+        (40, 300, "Please pay until: 2026-03-16"),
+    ]
+    data = read(letter)["data"]
+    assert isinstance(data, dict)
+    assert data["number"] == "K-2231"
+    assert data["due_date"] == "2026-03-16"
+    assert data["vendor"]["name"] == "Brightline Studio"

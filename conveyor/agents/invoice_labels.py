@@ -73,7 +73,9 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"laskun?\s*(?:nro|numero)\.?",
         *_NUMBERED,
     ],
-    "weak_number": [r"(?:nr|no|nummer|number|numero|n°|nº)\.?"],
+    # A bare number sign, or a serial's ("Serial No. AA.00001"): the invoice's number
+    # only at a guess, unless it stands by the title.
+    "weak_number": [r"(?:serial\s*)?(?:nr|no|nummer|number|numero|n°|nº)\.?"],
     # Read only when no number is labelled: "Reference: MG2022" on an invoice is its number.
     "reference": [r"reference", r"referencia", r"referenz", r"riferimento", r"referentie"],
     "issue": [
@@ -113,6 +115,10 @@ FIELD_LABELS: dict[str, list[str]] = {
     "date": [r"date", r"datum", r"fecha", r"data", r"dated"],
     "due": [
         r"due\s*date",
+        # The document's or the payment's word before it: "Invoice due date".
+        r"(?:invoice|bill|payment)\s*due(?:\s*date)?",
+        # A request to pay by a date: "Please pay until", "Kindly remit by".
+        r"(?:please|kindly)\s*(?:pay|remit)(?:\s*(?:by|until|before|on\s*or\s*before))?",
         r"date\s*due",
         r"payment\s*due(?:\s*date)?",
         r"pay(?:able)?\s*by",
@@ -355,7 +361,7 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"issued\s*by",
         r"bill(?:ed)?\s*from",
         r"pay(?:able)?\s*to",
-        r"provider",
+        r"(?:service\s*)?provider",
         r"biller",
         r"issuer",
         r"aussteller",
