@@ -8,11 +8,13 @@ goes through one SQL function, conveyor_end_attempts().
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from psycopg import sql
 from psycopg.rows import DictRow
 
 from conveyor.db.pool import Connection
@@ -72,13 +74,13 @@ async def finish_and_claim(
             # row and sort them, so a claim costs O(queue length) instead of O(batch).
             # For this transaction only, bitmap and sequential scans are off, which leaves
             # the ordered walk of tasks_dequeue_idx.
+            # And the claim runs from the plan cached for its text (planner_index_only).
             await conn.execute(Q.planner_index_only)
             claim_cur = await conn.execute(
-                Q.tasks_claim,
+                claim_statement(limit),
                 {
                     "worker_id": worker_id,
                     "agents": sorted(agents),  # the order agent rows are locked in
-                    "limit": limit,
                     "limited_limit": limit if limited_limit is None else limited_limit,
                 },
             )
@@ -88,6 +90,17 @@ async def finish_and_claim(
     ]
     claimed = [_claimed(r) for r in (await claim_cur.fetchall() if claim_cur else ())]
     return finished, claimed
+
+
+@functools.cache
+def claim_statement(limit: int) -> sql.Composed:
+    """The claim with `limit` written into its text as a number, not sent as a parameter:
+    the generic plan that a prepared claim runs from is then made knowing how many rows
+    `picked` holds (queue.sql, planner_index_only and tasks_claim)."""
+    if limit < 1:
+        raise ValueError(f"a claim's limit is at least 1, not {limit}")
+    template = sql.SQL(Q.tasks_claim.replace("%(limit)s", "{limit}"))
+    return template.format(limit=sql.Literal(limit))
 
 
 # A NUL escape in JSON text that is not itself escaped (preceded by an even number of

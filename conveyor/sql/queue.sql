@@ -175,12 +175,24 @@ FROM unnest(%(agents)s::text[], %(idempotency_keys)s::text[]) AS k(agent, idempo
 JOIN tasks t ON t.agent = k.agent AND t.idempotency_key = k.idempotency_key;
 
 -- name: planner_index_only
--- For the claim's transaction only: see queue.finish_and_claim() for why.
+-- For the claim's transaction only: see queue.finish_and_claim() for why scans other than
+-- the index are off. The claim also runs from its generic plan once psycopg has prepared
+-- it on a connection (after a few executions): left to choose, PostgreSQL plans it again
+-- for every execution (the custom plans look cheaper), and planning this statement costs
+-- about 0.5-0.7 ms, as much as running it for an idle worker. That is safe only because the
+-- claim's LIMIT is a constant in its text (tasks_claim): with the LIMIT a parameter, the
+-- generic plan guessed a tenth of the queue for `picked` and merge-joined the UPDATE over
+-- all of tasks_pkey, about a second per claim at 1,000,000 tasks waiting
+-- (benchmarks/claim_plan.py, tests/test_claim_plan.py).
 SELECT set_config('enable_bitmapscan', 'off', true),
-       set_config('enable_seqscan', 'off', true);
+       set_config('enable_seqscan', 'off', true),
+       set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- name: tasks_claim
 -- Claim up to %(limit)s runnable tasks of the given agents in one statement.
+-- %(limit)s is not sent as a parameter: queue.claim_statement() writes the number into the
+-- text, one text per batch size, so that the plan cached for each text knows its LIMIT
+-- (see planner_index_only). A worker asks for at most its capacity, so it uses a few texts.
 -- Per agent (in name order, the order agent rows are always locked in):
 --  * an agent without limits takes the plain path: the first rows of tasks_dequeue_idx
 --    (agent, priority DESC, created_at, id), locked with SKIP LOCKED so that claims of
