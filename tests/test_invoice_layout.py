@@ -1530,3 +1530,22 @@ def test_a_serial_number_a_request_to_pay_by_a_date_and_a_service_provider() -> 
     assert data["number"] == "K-2231"
     assert data["due_date"] == "2026-03-16"
     assert data["vendor"]["name"] == "Brightline Studio"
+
+
+def test_a_person_over_a_company_in_the_buyer_s_block_and_a_wrapped_seller_name() -> None:
+    letter: Draw = [
+        (40, 50, "INVOICE", 16),
+        (380, 50, "Invoice No: 7781"),
+        (40, 100, "Seller:"),
+        (40, 112, "Nordlicht"),
+        (40, 124, "Werkstätten Lübeck GmbH"),
+        (40, 136, "Hafenstraße 3"),
+        (300, 100, "Bill to:"),
+        (300, 112, "Maria Olsen"),
+        (300, 124, "Fjordline Trading Ltd"),
+        (300, 136, "7 Pier Street"),
+    ]
+    data = read(letter)["data"]
+    assert isinstance(data, dict)
+    assert data["customer"]["name"] == "Fjordline Trading Ltd"  # for Maria Olsen's attention
+    assert data["vendor"]["name"] == "Nordlicht Werkstätten Lübeck GmbH"  # one name, wrapped

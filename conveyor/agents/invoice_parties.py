@@ -45,7 +45,7 @@ from conveyor.agents.invoice_marks import (
     not_a_name,
 )
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.legal_forms import LEGAL_FORM
+from conveyor.agents.legal_forms import LEGAL_FORM, name_forms
 from conveyor.documents.layout import Cell
 
 __all__ = ["Party", "parties"]
@@ -186,15 +186,20 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
             lines.append(text)
             first_j = j
             continue
-        # A second line carrying the legal form completes a name that wrapped (or a
-        # person's line stood over the company's: "John Doe" over "Acme Corp"; a doubt).
+        # A second line carrying the legal form completes a name that wrapped ("MVM
+        # Musterhafter" over "Versicherungsverein a.G."). In a buyer's block, a name of
+        # its own with a legal form under another name ("John Doe" over "Acme Corp") is
+        # the company the invoice is addressed to, for the attention of the person.
         if (
             len(lines) == 1
             and LEGAL_FORM.search(text)
             and not LEGAL_FORM.search(lines[0])
             and not ADDRESS.search(text)
         ):
-            lines[0] = f"{lines[0]} {text}"
+            if block.kind == "buyer" and name_forms(text):
+                lines[0] = text
+            else:
+                lines[0] = f"{lines[0]} {text}"
             joined = True
         break
     if not lines:
