@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+from scratch import fresh_database
 
 from conveyor import App, NewTask, queue
 
@@ -126,21 +125,10 @@ async def counts(url: str) -> dict[str, int]:
 
 
 async def run(args: argparse.Namespace) -> int:
-    name = f"bench_children_{os.getpid()}"
     with psycopg.connect(args.server, autocommit=True) as admin:
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         version = admin.execute("SHOW server_version").fetchone()
-    url = make_conninfo(args.server, dbname=name)
-    try:
+    with fresh_database(args.server, f"bench_children_{os.getpid()}") as url:
         return await measure(args, url, version[0] if version else "?")
-    finally:
-        with psycopg.connect(args.server, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 async def measure(args: argparse.Namespace, url: str, version: str) -> int:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -44,8 +45,7 @@ from typing import Any
 
 import httpx
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from scratch import fresh_database
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -116,13 +116,13 @@ class Bench:
     def __init__(self, server: str, work: Path) -> None:
         self.server = server
         self.name = f"bench_documents_{secrets.token_hex(4)}"
-        self.url = make_conninfo(server, dbname=self.name)
+        self.url = ""
+        self.database = contextlib.ExitStack()
         self.work = work
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Bench:
-        with psycopg.connect(self.server, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
+        self.url = self.database.enter_context(fresh_database(self.server, self.name))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -130,10 +130,7 @@ class Bench:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        with psycopg.connect(self.server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.name))
-            )
+        self.database.close()
 
     def moto(self) -> str:
         port = free_port()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -39,8 +40,7 @@ from typing import Any
 
 import httpx
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from scratch import fresh_database
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -146,12 +146,12 @@ class Bench:
     def __init__(self, server: str) -> None:
         self.server = server
         self.name = f"bench_events_{secrets.token_hex(4)}"
-        self.url = make_conninfo(server, dbname=self.name)
+        self.url = ""
+        self.database = contextlib.ExitStack()
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> Bench:
-        with psycopg.connect(self.server, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
+        self.url = self.database.enter_context(fresh_database(self.server, self.name))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -159,10 +159,7 @@ class Bench:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        with psycopg.connect(self.server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.name))
-            )
+        self.database.close()
 
     def start(self, *args: str, **kwargs: Any) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(args, env=_env(self.url), cwd=ROOT, **kwargs)

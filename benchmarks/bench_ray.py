@@ -45,9 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from scratch import fresh_database
 
 from conveyor import App, Task
 from conveyor.executors import Attempt, Succeeded
@@ -376,27 +374,22 @@ def main() -> None:
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])
     )
     name = f"conveyor_bench_ray_{secrets.token_hex(4)}"
-    with psycopg.connect(args.server, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = make_conninfo(args.server, dbname=name)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    try:
-        for concurrency in args.concurrency:
-            print(f"-- concurrency {concurrency} (load {os.getloadavg()[0]:.1f})")
-            if "plain" in args.phases:
-                asyncio.run(plain_ray(args.tasks, concurrency))
-            if "overhead" in args.phases:
-                asyncio.run(overhead(url, args.tasks, concurrency))
-        _summary()
-        if "once" in args.phases:
-            asyncio.run(exactly_once(url, args.tasks, ray.get_runtime_context().gcs_address))
-    finally:
-        ray.shutdown()
-        with psycopg.connect(args.server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+    with fresh_database(args.server, name) as url:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        try:
+            for concurrency in args.concurrency:
+                print(f"-- concurrency {concurrency} (load {os.getloadavg()[0]:.1f})")
+                if "plain" in args.phases:
+                    asyncio.run(plain_ray(args.tasks, concurrency))
+                if "overhead" in args.phases:
+                    asyncio.run(overhead(url, args.tasks, concurrency))
+            _summary()
+            if "once" in args.phases:
+                gcs = ray.get_runtime_context().gcs_address
+                asyncio.run(exactly_once(url, args.tasks, gcs))
+        finally:
+            ray.shutdown()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from scratch import fresh_database
 
 from conveyor import App
 from conveyor.db.migrate import migrate
@@ -222,21 +222,13 @@ async def serve_and_measure(url: str, runs: int) -> list[str]:
 
 async def run(server_url: str, pending: int, runs: int) -> None:
     name = f"bench_reviews_{secrets.token_hex(4)}"
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = make_conninfo(server_url, dbname=name)
-    try:
+    with fresh_database(server_url, name) as url:
         await build(url, pending)
         results = await serve_and_measure(url, runs)
         print(f"{pending:,} pending reviews (and {pending:,} decided), {runs} runs each:")
         print("\n".join(results))
         print("plans:")
         print("\n".join(await explain(url)))
-    finally:
-        with psycopg.connect(server_url, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
 
 
 def main() -> None:

@@ -37,8 +37,8 @@ sys.path.insert(0, str(HERE.parent))
 
 import psycopg  # noqa: E402
 from psycopg import sql  # noqa: E402
-from psycopg.conninfo import make_conninfo  # noqa: E402
 from psycopg.rows import dict_row, tuple_row  # noqa: E402
+from scratch import fresh_database  # noqa: E402
 
 from conveyor import queue  # noqa: E402
 from conveyor.db.migrate import migrate  # noqa: E402
@@ -108,11 +108,7 @@ def spread(values: list[float]) -> str:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    name = f"children_trigger_{os.getpid()}"
-    with psycopg.connect(args.server, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = make_conninfo(args.server, dbname=name)
-    try:
+    with fresh_database(args.server, f"children_trigger_{os.getpid()}") as url:
         async with await psycopg.AsyncConnection.connect(
             url, autocommit=True, row_factory=dict_row
         ) as conn:
@@ -164,11 +160,6 @@ async def main_async(args: argparse.Namespace) -> int:
                 f"{total_ms * 1e3 / tasks:.2f} us per task = "
                 f"{total_ms * 1e3 / tasks / exchange_us:.2%} of the exchange's "
                 f"{exchange_us:.0f} us per task (mean wall, trigger enabled)"
-            )
-    finally:
-        with psycopg.connect(args.server, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
     return 0
 

@@ -23,9 +23,7 @@ import time
 from pathlib import Path
 
 import bench_ray  # beside this file
-import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from scratch import fresh_database
 
 from conveyor import App
 from conveyor.settings import Settings
@@ -73,20 +71,14 @@ def main() -> None:
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     name = f"conveyor_ray_contention_{secrets.token_hex(4)}"
-    with psycopg.connect(args.server, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = make_conninfo(args.server, dbname=name)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        for in_flight in args.alongside:
-            print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-            asyncio.run(alongside(url, args.tasks, in_flight))
-    finally:
-        ray.shutdown()
-        with psycopg.connect(args.server, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+    with fresh_database(args.server, name) as url:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            for in_flight in args.alongside:
+                print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+                asyncio.run(alongside(url, args.tasks, in_flight))
+        finally:
+            ray.shutdown()
 
 
 if __name__ == "__main__":
