@@ -1549,3 +1549,30 @@ def test_a_person_over_a_company_in_the_buyer_s_block_and_a_wrapped_seller_name(
     assert isinstance(data, dict)
     assert data["customer"]["name"] == "Fjordline Trading Ltd"  # for Maria Olsen's attention
     assert data["vendor"]["name"] == "Nordlicht Werkstätten Lübeck GmbH"  # one name, wrapped
+
+
+def test_a_row_s_numbers_centred_on_a_description_of_two_lines() -> None:
+    page: Draw = [
+        (40, 50, "INVOICE", 16),
+        (380, 50, "Invoice No: Q-88"),
+        (40, 200, "Qty"),
+        (100, 200, "Service"),
+        (380, 200, "Rate"),
+        (500, 200, "Amount"),
+        (100, 230, "Logo redesign"),
+        (40, 236.5, "1.00"),
+        (380, 236.5, "$120.00"),
+        (500, 236.5, "$120.00"),
+        (100, 243, "two rounds of drafts"),
+        (100, 270, "Brand guide"),
+        (40, 276.5, "2.00"),
+        (380, 276.5, "$40.00"),
+        (500, 276.5, "$80.00"),
+        (100, 283, "print and web"),
+        (400, 320, "Total"),
+        (500, 320, "$200.00"),
+    ]
+    data = read(page)["data"]
+    assert isinstance(data, dict)
+    names = [item["description"] for item in data["line_items"]]
+    assert names == ["Logo redesign two rounds of drafts", "Brand guide print and web"]

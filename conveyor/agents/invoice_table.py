@@ -347,6 +347,9 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
     last_bottom = 0.0
     previous: Line | None = None  # the last line read into the last row
     seen: Line | None = None  # the last line of the table's region
+    # The last line of words alone in the description column, and the row it was read
+    # into as the rest of its description, if it was.
+    lone: tuple[Line, Row | None] | None = None
     for i, line in enumerate(sheet.lines):
         found = find_header(line)
         if found is not None:
@@ -364,7 +367,10 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             continue
         head = sheet.lines[header.line]
         if not rows and line.page == head.page and _header_rest(line, head, sheet):
-            continue  # the second line of a header ("Price w/o" over "Tax")
+            # The second line of a header ("Price w/o" over "Tax"), or the upper line of
+            # the first row's description.
+            lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
+            continue
         if _ends(line):
             end = i
             if rows:
@@ -387,12 +393,21 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             end = i  # a subtotal printed as a row: the sums begin here
             break
         if row is not None:
+            if not row.description and lone is not None and _just_above(lone[0], line):
+                # A row's numbers centred on a description of two lines ("Web design"
+                # over the row, its details under it): the line just above is its own.
+                if lone[1] is not None and lone[1].description[-1:] == [lone[0].text]:
+                    lone[1].description.pop()
+                row.description.append(lone[0].text)
             rows.append(row)
             last, last_bottom, previous = row, line.y1, line
+            lone = None
             continue
+        lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
         if last is not None and _continues(line, header, last) and _near(line, previous):
             last.description.append(line.text)
             previous = line
+            lone = (line, last) if lone else None
     items = []
     confidences = []
     for row in rows:
@@ -405,6 +420,17 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             confidence = min(confidence, FAIR)
         confidences.append(confidence)
     return items, (min(confidences) if confidences else 0.0), end
+
+
+def _in_description(line: Line, header: Header) -> bool:
+    x = header.x_of("description")
+    return x is not None and abs(line.x0 - x) < 12 and not any(ch.isdigit() for ch in line.text[:1])
+
+
+def _just_above(above: Line, row: Line) -> bool:
+    """Whether `above` begins less than a line above `row`: the upper half of a block of
+    text the row's numbers stand in the middle of."""
+    return above.page == row.page and 0 <= row.y0 - above.y0 < 0.9 * max(row.height, 8.0)
 
 
 def _trailing_amount(line: Line, header: Header, sheet: Sheet) -> Decimal | None:
