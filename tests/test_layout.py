@@ -78,3 +78,18 @@ def test_a_page_made_without_a_pdf_keeps_the_layout_it_was_given() -> None:
     text = DocumentText(pages=[PageText(1, "Total 9,50", True, 10, layout=given)])
     assert text.layouts() == [given]
     assert [c.text for c in lines_of(given)[0].cells] == ["Total", "9,50"]
+
+
+def test_a_rotated_stamp_s_tall_box_makes_a_line_of_its_own() -> None:
+    # A "PAID" stamp drawn at 45 degrees: its box is 200 points high, over the sums.
+    words = [
+        Word("Subtotal", 300, 400, 340, 410, 1),
+        Word("85.00", 500, 400, 530, 410, 1),
+        Word("PAID", 150, 300, 350, 500, 1),
+        Word("Tax", 300, 420, 320, 430, 1),
+        Word("8.50", 500, 420, 525, 430, 1),
+        Word("Total", 300, 440, 330, 450, 1),
+        Word("93.50", 500, 440, 530, 450, 1),
+    ]
+    lines = [line.text for line in lines_of(PageLayout(1, 595, 842, tuple(words)))]
+    assert lines == ["PAID", "Subtotal 85.00", "Tax 8.50", "Total 93.50"]  # not one line of all

@@ -116,8 +116,17 @@ def lines_of(page: PageLayout) -> list[Line]:
     """The page's words grouped into lines (top to bottom), each cut into cells."""
     rows: list[list[Word]] = []
     spans: list[tuple[float, float]] = []
+    # A word many times taller than the page's words is drawn rotated (a "SPECIMEN" or
+    # "PAID" stamp across the page): it makes a line of its own, and its band, half the
+    # page high, takes no other word in.
+    heights = sorted(w.height for w in page.words if w.text.strip())
+    tall = 4 * heights[len(heights) // 2] if heights else float("inf")
     for word in sorted(page.words, key=lambda w: (w.middle, w.x0)):
         if not word.text.strip():
+            continue
+        if word.height > tall:
+            rows.append([word])
+            spans.append((word.middle, word.middle))
             continue
         # A word joins the last line when its middle lies within that line's band: the
         # words of a line overlap vertically even when their fonts differ in size.
