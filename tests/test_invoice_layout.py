@@ -1576,3 +1576,8 @@ def test_a_row_s_numbers_centred_on_a_description_of_two_lines() -> None:
     assert isinstance(data, dict)
     names = [item["description"] for item in data["line_items"]]
     assert names == ["Logo redesign two rounds of drafts", "Brand guide print and web"]
+
+
+def test_typographic_apostrophes_fold_to_the_ascii_one() -> None:
+    assert fold("D\u2019échéance") == "d'echeance"
+    assert field_label("Date d\u2019échéance : 01/03/2026") == ("due", len("Date d\u2019échéance"))

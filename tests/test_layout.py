@@ -93,3 +93,18 @@ def test_a_rotated_stamp_s_tall_box_makes_a_line_of_its_own() -> None:
     ]
     lines = [line.text for line in lines_of(PageLayout(1, 595, 842, tuple(words)))]
     assert lines == ["PAID", "Subtotal 85.00", "Tax 8.50", "Total 93.50"]  # not one line of all
+
+
+def test_tex_s_spacing_accents_go_on_the_letter_under_them() -> None:
+    # As a TeX text layer gives "Numéro" and "Quantité": the accent a glyph of its own
+    # over the e, and the word cut where the accented letter was drawn apart.
+    words = [
+        Word("Numero", 100, 50, 138, 60, 1),
+        Word("\u00b4", 123.7, 50, 127.3, 60, 1),
+        Word("Quantit", 200, 50, 232.7, 60, 1),
+        Word("e", 232.7, 50, 237.5, 60, 1),
+        Word("\u00b4", 233.3, 50, 236.9, 60, 1),
+        Word("`", 300, 50, 304, 60, 1),  # over nothing: left as it is
+    ]
+    (line,) = lines_of(PageLayout(1, 595, 842, tuple(words)))
+    assert [w.text for w in line.words] == ["Numéro", "Quantité", "`"]

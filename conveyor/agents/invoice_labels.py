@@ -16,7 +16,19 @@ import unicodedata
 from functools import lru_cache
 
 # Letters with a stroke do not decompose into a base letter and an accent.
-_STROKED = {"ł": "l", "Ł": "l", "ø": "o", "Ø": "o", "đ": "d", "Đ": "d", "\u0131": "i"}
+# The typographic apostrophes (U+2019, U+2018, U+02BC) fold to the ASCII one.
+_STROKED = {
+    "ł": "l",
+    "Ł": "l",
+    "ø": "o",
+    "Ø": "o",
+    "đ": "d",
+    "Đ": "d",
+    "\u0131": "i",
+    "\u2019": "'",
+    "\u2018": "'",
+    "\u02bc": "'",
+}
 
 
 def _fold_char(char: str) -> str:

@@ -17,7 +17,8 @@ them in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import unicodedata
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 
@@ -136,7 +137,93 @@ def lines_of(page: PageLayout) -> list[Line]:
         else:
             rows.append([word])
             spans.append((word.y0, word.y1))
-    return [_line(sorted(row, key=lambda w: w.x0)) for row in rows]
+    return [_line(compose_accents(sorted(row, key=lambda w: w.x0))) for row in rows]
+
+
+# The spacing accents TeX draws over a letter as glyphs of their own ("Numéro" comes out
+# of the text layer as "Numero" and an acute accent over its e), as the combining marks
+# they stand for.
+_ACCENTS = {
+    "\u00b4": "\u0301",  # acute
+    "`": "\u0300",  # grave
+    "\u02c6": "\u0302",  # circumflex
+    "\u00a8": "\u0308",  # diaeresis
+    "\u02dc": "\u0303",  # tilde
+    "\u00b8": "\u0327",  # cedilla
+    "\u02c7": "\u030c",  # caron
+    "\u02d8": "\u0306",  # breve
+    "\u02da": "\u030a",  # ring
+}
+_VOWELS = frozenset("aeiouyAEIOUY")
+
+
+def compose_accents(words: list[Word]) -> list[Word]:
+    """A line's words (left to right) with each spacing accent that lies over a letter of
+    another word put on that letter ("Numero" and an acute -> "Numéro"), and the pieces of a word
+    the accents cut apart, which touch, joined again ("Quantit" "é" -> "Quantité")."""
+    if not any(w.text in _ACCENTS for w in words):
+        return words
+    texts = [w.text for w in words]
+    # Hosts are words of the line's size: a rotated watermark's box covers everything.
+    heights = sorted(w.height for w in words)
+    tall = 2 * heights[len(heights) // 2]
+    accented = [False] * len(words)
+    dropped = [False] * len(words)
+    for k, accent in enumerate(words):
+        if accent.text not in _ACCENTS:
+            continue
+        middle = (accent.x0 + accent.x1) / 2
+        host = next(
+            (
+                j
+                for j, w in enumerate(words)
+                if w.text not in _ACCENTS and w.x0 <= middle <= w.x1 and w.height <= tall
+            ),
+            None,
+        )
+        if host is None:
+            continue
+        word = words[host]
+        at = _accented_letter(texts[host], (middle - word.x0) / max(word.x1 - word.x0, 0.01))
+        if at is None:
+            continue
+        letter = unicodedata.normalize("NFC", texts[host][at] + _ACCENTS[accent.text])
+        if len(letter) != 1:
+            continue
+        texts[host] = texts[host][:at] + letter + texts[host][at + 1 :]
+        accented[host] = True
+        dropped[k] = True
+    out: list[Word] = []
+    out_accented: list[bool] = []
+    for j, word in enumerate(words):
+        if dropped[j]:
+            continue
+        if out and abs(word.x0 - out[-1].x1) <= 0.5 and (accented[j] or out_accented[-1]):
+            last = out[-1]
+            out[-1] = Word(
+                last.text + texts[j],
+                last.x0,
+                min(last.y0, word.y0),
+                word.x1,
+                max(last.y1, word.y1),
+                last.page,
+                min(last.score, word.score),
+            )
+            out_accented[-1] = True
+            continue
+        out.append(word if texts[j] == word.text else replace(word, text=texts[j]))
+        out_accented.append(accented[j])
+    return out
+
+
+def _accented_letter(text: str, fraction: float) -> int | None:
+    """The letter of `text` an accent at `fraction` of its width stands over: the one
+    there by character count, or a neighbour, a vowel first (letters differ in width)."""
+    guess = min(len(text) - 1, max(0, int(fraction * len(text))))
+    near = [i for i in (guess, guess - 1, guess + 1) if 0 <= i < len(text)]
+    letters = [i for i in near if text[i].isalpha()]
+    vowels = [i for i in letters if text[i] in _VOWELS]
+    return (vowels or letters or [None])[0]
 
 
 def _line(words: list[Word]) -> Line:
