@@ -57,6 +57,27 @@ async def test_the_whole_generic_plan_of_the_claim_walks_indexes(conn: Any) -> N
     await fill(conn)
     for _ in range(CLAIMS):
         await claim(conn, worker_id="w", agents=AGENTS, limit=LIMIT)
+    _assert_index_walks(await explain_prepared_claim(conn))
+
+
+async def test_a_plan_made_on_an_empty_queue_still_walks_indexes(conn: Any) -> None:
+    """A worker that starts on an empty queue makes its plan from statistics that say so,
+    and keeps it while the queue fills (nothing invalidates it before the next ANALYZE)."""
+    await conn.execute("INSERT INTO agents (name) VALUES ('a'), ('b')")
+    await conn.execute("ANALYZE tasks")
+    for _ in range(CLAIMS):
+        assert await claim(conn, worker_id="w", agents=AGENTS, limit=LIMIT) == []
+    await conn.execute(
+        """INSERT INTO tasks (agent, priority)
+           SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g % 10
+           FROM generate_series(1, 20000) g"""
+    )
+    assert len(await claim(conn, worker_id="w", agents=AGENTS, limit=LIMIT)) == LIMIT
+    _assert_index_walks(await explain_prepared_claim(conn))
+
+
+async def explain_prepared_claim(conn: Any) -> dict[str, Any]:
+    """The plan the connection's prepared claim runs now, EXPLAINed whole."""
     [statement] = await prepared_claims(conn)
     # psycopg numbers the parameters itself; each has its own type here (an int is sent as
     # the smallest integer type that holds it).
@@ -75,6 +96,11 @@ async def test_the_whole_generic_plan_of_the_claim_walks_indexes(conn: Any) -> N
         plan = (await cur.fetchone())["QUERY PLAN"][0]["Plan"]
     [after] = await prepared_claims(conn)
     assert after["custom_plans"] == 0, "the EXPLAIN showed a custom plan, not the cached one"
+    assert after["generic_plans"] > 0
+    return plan  # type: ignore[no-any-return]
+
+
+def _assert_index_walks(plan: dict[str, Any]) -> None:
     everything = list(_nodes(plan))
     scans = [(n["Node Type"], n.get("Index Name")) for n in everything if _reads_tasks(n)]
     # One walk of the dequeue index per agent (picked), one id look-up per picked row (the
