@@ -223,7 +223,7 @@ def _accented_letter(text: str, fraction: float) -> int | None:
     near = [i for i in (guess, guess - 1, guess + 1) if 0 <= i < len(text)]
     letters = [i for i in near if text[i].isalpha()]
     vowels = [i for i in letters if text[i] in _VOWELS]
-    return (vowels or letters or [None])[0]
+    return (vowels or letters)[0] if letters else None
 
 
 def _line(words: list[Word]) -> Line:
