@@ -1581,3 +1581,48 @@ def test_a_row_s_numbers_centred_on_a_description_of_two_lines() -> None:
 def test_typographic_apostrophes_fold_to_the_ascii_one() -> None:
     assert fold("D\u2019échéance") == "d'echeance"
     assert field_label("Date d\u2019échéance : 01/03/2026") == ("due", len("Date d\u2019échéance"))
+
+
+def test_sections_of_a_table_each_with_its_subtotal_and_a_total_net_ttc() -> None:
+    assert sum_label("Total Net TTC :") == ("gross", len("Total Net TTC"))
+    assert sum_label("Total Net HT :") == ("net", len("Total Net HT"))
+    page: Draw = [
+        (40, 40, "FACTURE", 16),
+        (380, 40, "Facture n° : F-2026-014"),
+        (40, 200, "Désignation"),
+        (300, 200, "Quantité"),
+        (380, 200, "Prix unitaire"),
+        (480, 200, "Montant"),
+        (40, 218, "Fournitures"),
+        (40, 232, "Papier A4"),
+        (300, 232, "2"),
+        (380, 232, "4,00"),
+        (480, 232, "8,00"),
+        (40, 246, "Encre noire"),
+        (300, 246, "1"),
+        (380, 246, "12,00"),
+        (480, 246, "12,00"),
+        (380, 262, "Sous-total :"),
+        (480, 262, "20,00"),
+        (40, 280, "Main-d'oeuvre"),
+        (40, 294, "Montage"),
+        (300, 294, "2"),
+        (380, 294, "30,00"),
+        (480, 294, "60,00"),
+        (380, 310, "Sous-total :"),
+        (480, 310, "60,00"),
+        (380, 330, "Total HT :"),
+        (480, 330, "80,00"),
+        (380, 344, "TVA 20 % :"),
+        (480, 344, "16,00"),
+        (380, 358, "Total Net TTC :"),
+        (480, 358, "96,00"),
+    ]
+    data = read(page)["data"]
+    assert isinstance(data, dict)
+    assert [item["description"] for item in data["line_items"]] == [
+        "Papier A4",
+        "Encre noire",
+        "Montage",
+    ]
+    assert (data["subtotal"], data["tax"], data["total"]) == ("80.00", "16.00", "96.00")

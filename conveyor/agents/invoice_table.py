@@ -325,6 +325,37 @@ def _ends(line: Line) -> bool:
     return bool(label and not label[0].startswith("-") and label[0] not in _IN_TABLE)
 
 
+# How many lines past a section's subtotal the next section's first row may be (its
+# heading, "Services", stands between).
+SECTION_GAP = 3
+
+
+def _section_subtotal(sheet: Sheet, index: int, section: list[Row], header: Header) -> bool:
+    """Whether the net label on line `index` closes a section of the table, not the
+    table: its amount is what the section's rows make, and more rows follow a few
+    lines below ("Articles" rows, "Sous-total (HT) : 55,00", "Services" rows, ...)."""
+    line = sheet.lines[index]
+    label = sum_label(line.cells[0].text)
+    if not label or label[0] != "net" or not section:
+        return False
+    amounts = [row.item.amount for row in section]
+    if None in amounts:
+        return False
+    value = sheet.amount(line.cells[-1].text)
+    if not isinstance(value, Decimal) or value != sum((a for a in amounts if a), Decimal(0)):
+        return False
+    for j in range(index + 1, min(len(sheet.lines), index + 1 + SECTION_GAP)):
+        other = sheet.lines[j]
+        if other.page != line.page or sum_label(other.cells[0].text):
+            return False  # the sums go on: a discount, shipping, the tax
+        row = read_row(other, header, sheet)
+        # An item, with its quantity or price: a line of an amount alone after a net is
+        # more likely a sum whose label is not known ("Consumption tax 10% | 885").
+        if row is not None and (row.item.quantity is not None or row.item.unit_price is not None):
+            return True
+    return False
+
+
 def _sums_the_rows(row: Row, rows: list[Row]) -> bool:
     """Whether `row` is no item but the sum of the rows above it: an amount alone, without
     a quantity or a price, that the items' amounts make ("18/08/2022: The bill is paid. |
@@ -350,6 +381,7 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
     # The last line of words alone in the description column, and the row it was read
     # into as the rest of its description, if it was.
     lone: tuple[Line, Row | None] | None = None
+    section = 0  # where the rows of the current section begin
     for i, line in enumerate(sheet.lines):
         found = find_header(line)
         if found is not None:
@@ -372,6 +404,10 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
             continue
         if _ends(line):
+            if rows and _section_subtotal(sheet, i, rows[section:], header):
+                # The next section's heading ("Services") continues no row of this one.
+                section, last, lone = len(rows), None, None
+                continue
             end = i
             if rows:
                 break
