@@ -1626,3 +1626,23 @@ def test_sections_of_a_table_each_with_its_subtotal_and_a_total_net_ttc() -> Non
         "Montage",
     ]
     assert (data["subtotal"], data["tax"], data["total"]) == ("80.00", "16.00", "96.00")
+
+
+def test_a_currency_named_in_words_beside_an_amount_or_in_a_column_header() -> None:
+    from conveyor.agents.values import currency_word
+
+    assert currency_word("euro") == "EUR" and currency_word("EUR") == "EUR"
+    assert currency_word("VALOR") is None and currency_word("uur") is None
+    letter: Draw = [
+        (40, 50, "Factuur", 14),
+        (40, 80, "Graag ontvang ik 96.00 euro voor de lessen van maart."),
+        (40, 120, "Wat"),
+        (200, 120, "Prijs (euro)"),
+        (40, 134, "Les 1"),
+        (200, 134, "48.00"),
+        (40, 146, "Les 2"),
+        (200, 146, "48.00"),
+        (40, 170, "Totaal: 96.00"),
+    ]
+    data = read(letter)["data"]
+    assert isinstance(data, dict) and data["currency"] == "EUR"

@@ -19,7 +19,14 @@ from conveyor.agents.invoice_columns import column_kind
 from conveyor.agents.invoice_labels import TITLE, field_label, fold
 from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.values import DateToken, currencies_in, currency_of, dates_in, resolve
+from conveyor.agents.values import (
+    DateToken,
+    currencies_in,
+    currency_of,
+    currency_word,
+    dates_in,
+    resolve,
+)
 from conveyor.documents.layout import Cell
 
 SURE = 0.97
@@ -376,6 +383,24 @@ def _country_currency(sheet: Sheet) -> str | None:
     return None
 
 
+# A currency named beside an amount ("703.15 euro") or in a column's header ("Prijs
+# (euro)", "Amount (EUR)"): what price-parser reads as a currency there.
+_AFTER_AMOUNT = re.compile(r"\d\s+([^\W\d_]{3,12})(?![\w])")
+_IN_PARENTHESES = re.compile(r"\(\s*([^()\d]{1,12}?)\s*\)")
+
+
+def _named_currencies(sheet: Sheet) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for line in sheet.lines:
+        for cell in line.cells:
+            for pattern in (_AFTER_AMOUNT, _IN_PARENTHESES):
+                for match in pattern.finditer(cell.text):
+                    code = currency_word(match.group(1))
+                    if code:
+                        counts[code] += 1
+    return counts
+
+
 def currency(sheet: Sheet) -> tuple[str | None, float]:
     for i, line in enumerate(sheet.lines):
         for c, cell in enumerate(line.cells):
@@ -392,6 +417,8 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
                 code = currency_of(cell.text)
                 if code:
                     counts[code] += 1
+    if not counts:
+        counts = _named_currencies(sheet)
     if not counts:
         counts = currencies_in("\n".join(line.text for line in sheet.lines))
         if not counts:

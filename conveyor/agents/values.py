@@ -341,18 +341,32 @@ def currency_of(text: str) -> str | None:
     return _SIGN_CODES.get(code.lower()) or _sign_owners().get(code.lower())
 
 
+def currency_word(word: str) -> str | None:
+    """The ISO code of the currency `word` is, whole ("euro", "EUR", "zł"), or None: a
+    word that only holds a code ("VALOR") names none."""
+    from price_parser import Price
+
+    found = Price.fromstring(f"1 {word}").currency
+    if not found or found.strip().casefold() != word.strip().casefold():
+        return None
+    return currency_of(f"1 {word}")
+
+
 @functools.lru_cache(maxsize=1)
 def _sign_owners() -> dict[str, str]:
-    """Each currency sign that exactly one current currency prints, lower case, to its
-    code (price-parser's data: 's' the usual sign, 'sn' the national one)."""
+    """Each currency sign or name that exactly one current currency prints, lower case,
+    to its code (price-parser's data: 's' the usual sign, 'sn' the national one, 'n' and
+    'np' its name and plural: "euro", "euros")."""
     from price_parser._currencies import CURRENCIES, REPLACED_BY_EURO
 
     owners: dict[str, set[str]] = {}
     for code, info in CURRENCIES.items():
         if code in REPLACED_BY_EURO:
             continue
-        for key in ("s", "sn"):
+        for key in ("s", "sn", "n", "np"):
             sign = str(info.get(key) or "").strip().lower()
-            if sign and sign != code.lower():
+            # Short signs of letters alone ("Le", "Br", "lei") are words of running text
+            # as often: only a sign with a symbol in it, or a name, is read.
+            if sign and sign != code.lower() and (not sign.isalpha() or len(sign) >= 4):
                 owners.setdefault(sign, set()).add(code)
     return {sign: next(iter(codes)) for sign, codes in owners.items() if len(codes) == 1}
