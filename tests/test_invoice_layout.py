@@ -1646,3 +1646,22 @@ def test_a_currency_named_in_words_beside_an_amount_or_in_a_column_header() -> N
     ]
     data = read(letter)["data"]
     assert isinstance(data, dict) and data["currency"] == "EUR"
+
+
+def test_an_invoice_written_as_a_letter_is_signed_by_its_seller() -> None:
+    letter: Draw = [
+        (40, 50, "Factuur", 14),
+        (40, 80, "Geachte medewerker van de openbare bibliotheek,"),
+        (40, 100, "Hierbij factureer ik de workshop van 4 maart: 250.00 euro."),
+        (40, 140, "Met vriendelijke groet,"),
+        (40, 152, "Sanne de Vries"),
+    ]
+    data = read(letter)["data"]
+    assert isinstance(data, dict) and data["vendor"]["name"] == "Sanne de Vries"
+    thanks: Draw = [
+        (40, 50, "Factuur", 14),
+        (40, 100, "Hierbij factureer ik de workshop van 4 maart: 250.00 euro."),
+        (40, 140, "Thank you for your business"),
+    ]
+    data = read(thanks)["data"]
+    assert isinstance(data, dict) and data["vendor"]["name"] != "for your business"

@@ -37,6 +37,7 @@ from conveyor.agents.invoice_marks import (
     ADDRESS,
     CONTACT,
     FAIR,
+    GUESS,
     LABELLED,
     LIKELY,
     SURE,
@@ -208,6 +209,45 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
     return Party(lines[0], conf, _address_after(cells, first_j or 0), _tax_id(cells))
 
 
+# The closing formula of a letter, in the six languages: the name after it (on its
+# line, or the next) signed the letter, and an invoice written as a letter is signed by
+# its seller.
+_CLOSING = re.compile(
+    r"^(?:(?:kind|best|warm)\s+regards|regards|sincerely(?:\s+yours)?|yours\s+(?:sincerely|truly)|"
+    r"many\s+thanks|thank\s+you|mit\s+freundlichen\s+grussen|freundliche\s+grusse|"
+    r"viele\s+grusse|cordialement|bien\s+cordialement|salutations|"
+    r"met\s+vriendelijke\s+groet(?:en)?|hartelijk\s+dank|vriendelijke\s+groet(?:en)?|"
+    r"(?:un\s+)?saludo(?:s)?(?:\s+cordiales)?|atentamente|cordiali\s+saluti|distinti\s+saluti)"
+    r"\s*[,.!]?\s*"
+)
+# A letter's greeting ("Dear ...", "Geachte ...", "Sehr geehrte ..."): the line the
+# letter opens with, never its seller's name.
+_GREETING = re.compile(
+    r"^(?:dear|hello|hi|geachte|beste|sehr\s+geehrte\w*|liebe\w*|cher|chere|madame|monsieur|"
+    r"estimad[oa]s?|gentile|egregio|spettabile)\b"
+)
+# A signature: two to five words, capitalised but for a family name's particles
+# ("Richel Bilderbeek", "Ana M. Ruiz", "Sanne de Vries").
+_PERSON = re.compile(
+    r"^[A-ZÀ-Þ][^\W\d_]*\.?(?:[\s-]+(?:(?:de|van|der|den|von|da|di|du|del|la|le)\s+)*"
+    r"[A-ZÀ-Þ][^\W\d_]*\.?){1,3}$"
+)
+
+
+def _signer(sheet: Sheet) -> Party | None:
+    for i, line in enumerate(sheet.lines):
+        for cell in line.cells:
+            match = _CLOSING.match(fold(cell.text))
+            if not match:
+                continue
+            name = cell.text[match.end() :].strip()
+            if not name and i + 1 < len(sheet.lines) and sheet.lines[i + 1].page == line.page:
+                name = sheet.lines[i + 1].cells[0].text.strip()
+            if _PERSON.match(name) and not not_a_name(name) and not TITLE.match(fold(name)):
+                return Party(name, GUESS)
+    return None
+
+
 def _best_block(sheet: Sheet, blocks: list[Block]) -> Party:
     """The party of the first block of its kind; when it names no one, a later block's
     whose name stands behind a name label. A heading word printed as another field's
@@ -307,6 +347,8 @@ def parties(sheet: Sheet) -> tuple[Party, Party]:
     # Names found by evidence rather than under a heading are checked for being labels.
     if vendor.name is None:
         vendor = _not_a_label(vendor_by_evidence(sheet, skip))
+    if vendor.name_conf <= GUESS or _GREETING.match(fold(vendor.name or "")):
+        vendor = _signer(sheet) or vendor
     if customer.name is None:
         others = [b for b in blocks if b.kind == "other"]
         customer = _not_a_label(
