@@ -1665,3 +1665,38 @@ def test_an_invoice_written_as_a_letter_is_signed_by_its_seller() -> None:
     ]
     data = read(thanks)["data"]
     assert isinstance(data, dict) and data["vendor"]["name"] != "for your business"
+
+
+def test_a_section_subtotal_off_by_the_rounding_of_its_rows() -> None:
+    page: Draw = [
+        (40, 40, "INVOICE", 16),
+        (380, 40, "Invoice No: H-310"),
+        (40, 200, "Description"),
+        (280, 200, "Quantity"),
+        (390, 200, "Unit Price"),
+        (500, 200, "Amount"),
+        (40, 220, "Week 1"),
+        (280, 220, "3.33"),
+        (390, 220, "10.01"),
+        (500, 220, "33.33"),
+        (40, 234, "Week 2"),
+        (280, 234, "3.33"),
+        (390, 234, "10.01"),
+        (500, 234, "33.33"),
+        (40, 250, "Subtotal"),
+        (500, 250, "66.67"),
+        (40, 268, "Expenses"),
+        (40, 282, "Train ticket"),
+        (280, 282, "1"),
+        (390, 282, "20.00"),
+        (500, 282, "20.00"),
+        (400, 310, "Total"),
+        (500, 310, "86.67"),
+    ]
+    data = read(page)["data"]
+    assert isinstance(data, dict)
+    assert [item["description"] for item in data["line_items"]] == [
+        "Week 1",
+        "Week 2",
+        "Train ticket",
+    ]
