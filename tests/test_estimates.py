@@ -78,7 +78,7 @@ async def test_a_correction_seeded_from_attempts_estimates_from_every_field_read
 
     def estimate(payload: dict[str, Any]) -> int:
         seen.append(payload)
-        return payload["chars"]
+        return int(payload["chars"])
 
     correction = await from_attempts(Conn(), "invoice", estimate)
     assert [p.get("item_rows") for p in seen] == [9, None, 2]  # oldest first
