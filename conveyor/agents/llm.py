@@ -156,7 +156,12 @@ def item_rows(text: str) -> int:
     price and its amount, or a quantity with cents). A count of what the answer will
     restate, for the estimate (`estimate_tokens`); a sums line ("Net 87.39 Tax 16.61")
     counts too, and a row whose amount wraps onto the next line does not."""
-    return sum(len(_MONEY.findall(line)) >= 2 for line in text.split("\n"))
+    return sum(amounts_on(line) >= 2 for line in text.split("\n"))
+
+
+def amounts_on(line: str) -> int:
+    """How many amounts of money `line` prints (cents, or a currency sign beside a number)."""
+    return len(_MONEY.findall(line))
 
 
 @functools.cache

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from conveyor.agents.invoice_fields import is_value
 from conveyor.agents.invoice_labels import field_label, party_heading, sum_label
+from conveyor.agents.llm import amounts_on
 from conveyor.agents.values import dates_in
 from conveyor.documents.text import DocumentText, PageText
 
@@ -135,6 +136,8 @@ def _around(pages: Sequence[PageText], labels: Labels) -> set[tuple[int, int]]:
             hits = [h for h in on if h.find is labels.find and h.kind in labels.kinds]
             if labels.values is not None:
                 hits = [h for h in hits if not _in_a_sentence(text[i], h, on)]
+            if hits and labels.find is sum_label and _heads_a_column(text, i):
+                continue
             if not hits:
                 continue
             lines.add((page.number, i))
@@ -147,6 +150,14 @@ def _around(pages: Sequence[PageText], labels: Labels) -> set[tuple[int, int]]:
                     break
                 lines.add((page.number, j))
     return lines
+
+
+def _heads_a_column(lines: Sequence[str], i: int) -> bool:
+    """A sum's word in a row of column headers ("Article Qty Unit cost Amount") names the
+    column of the item amounts under it, not a sum: its line prints no amount and the
+    next one is an item row (two amounts or more)."""
+    below = lines[i + 1] if i + 1 < len(lines) else ""
+    return amounts_on(lines[i]) == 0 and amounts_on(below) >= 2
 
 
 def _in_a_sentence(line: str, hit: Hit, on: Sequence[Hit]) -> bool:
