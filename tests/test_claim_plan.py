@@ -1,6 +1,4 @@
-"""The claim as a worker's connection runs it, with outcomes to write (the transaction of
-queue.finish_and_claim; an idle worker's claim is conveyor_claim(), tests/test_idle_claim.py),
-once psycopg has prepared it: from its generic
+"""The claim as a worker's connection runs it once psycopg has prepared it: from its generic
 plan (queue.sql, planner_index_only), made with the LIMIT written into the text
 (queue.claim_statement), and that whole plan is still index walks. With the LIMIT a
 parameter the same generic plan merge-joined the UPDATE over all of tasks_pkey (about a
@@ -13,25 +11,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from conveyor.queue import claim
 from conveyor.queue.exchange import claim_statement
 from conveyor.sql import queue as Q
 
 AGENTS = ["a", "b"]
 LIMIT = 4
 CLAIMS = 8  # past psycopg's prepare threshold (5), and PostgreSQL's five custom plans
-
-
-async def claim(
-    conn: Any, *, worker_id: str, agents: list[str], limit: int
-) -> list[dict[str, Any]]:
-    """The claim of queue.finish_and_claim's transaction, without the outcomes it writes."""
-    async with conn.transaction():
-        await conn.execute(Q.planner_index_only)
-        cur = await conn.execute(
-            claim_statement(limit),
-            {"worker_id": worker_id, "agents": sorted(agents), "limited_limit": limit},
-        )
-        return list(await cur.fetchall())
 
 
 async def fill(conn: Any) -> None:
@@ -120,10 +106,7 @@ def _assert_index_walks(plan: dict[str, Any]) -> None:
     # One walk of the dequeue index per agent (picked), one id look-up per picked row (the
     # UPDATE): nothing reads tasks whole.
     assert sorted(scans) == [("Index Scan", "tasks_dequeue_idx"), ("Index Scan", "tasks_pkey")]
-    # tasks_pkey is read for the picked ids only (id = ANY, queue.sql tasks_claim): a join of
-    # picked with tasks may be a merge join then, but never one walking all of tasks_pkey.
-    pkey = next(n for n in everything if n.get("Index Name") == "tasks_pkey")
-    assert "ANY" in pkey.get("Index Cond", ""), plan
+    assert "Merge Join" not in {n["Node Type"] for n in everything}, plan
     picked = next(n for n in everything if n.get("Subplan Name") == "CTE picked")
     assert picked["Plan Rows"] <= LIMIT, "the LIMIT known to the plan bounds picked"
     lock = next(n for n in _nodes(picked) if n["Node Type"] == "LockRows")

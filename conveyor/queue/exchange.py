@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any
 
 from psycopg import sql
-from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow
 
 from conveyor.db.pool import Connection
@@ -64,10 +63,6 @@ async def finish_and_claim(
     """
     if not outcomes and limit <= 0:
         return [], []
-    if not outcomes:
-        # Nothing to write: the claim alone, one statement in autocommit (its settings are
-        # the function's), instead of a transaction of four statements.
-        return [], await _claim_alone(conn, worker_id, agents, limit, limited_limit)
     async with conn.pipeline(), conn.transaction():
         finish_cur = claim_cur = None
         if outcomes:
@@ -95,28 +90,6 @@ async def finish_and_claim(
     ]
     claimed = [_claimed(r) for r in (await claim_cur.fetchall() if claim_cur else ())]
     return finished, claimed
-
-
-async def _claim_alone(
-    conn: Connection,
-    worker_id: str,
-    agents: Sequence[str],
-    limit: int,
-    limited_limit: int | None,
-) -> list[ClaimedTask]:
-    """The claim as one statement (conveyor/sql/functions/claim.sql, conveyor_claim)."""
-    params = {
-        "worker_id": worker_id,
-        "agents": sorted(agents),  # the order agent rows are locked in
-        "limit": limit,
-        "limited_limit": limit if limited_limit is None else limited_limit,
-    }
-    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-        cur = await conn.execute(Q.tasks_claim_alone, params)  # its own transaction
-    else:  # a caller's transaction, or a connection that would leave one open
-        async with conn.transaction():
-            cur = await conn.execute(Q.tasks_claim_alone, params)
-    return [_claimed(r) for r in await cur.fetchall()]
 
 
 @functools.cache

@@ -245,11 +245,7 @@ WITH wanted AS (
         lease_expires_at = now() + make_interval(secs => a.lease_seconds),
         started_at = coalesce(t.started_at, clock_timestamp())
     FROM picked p, agents a
-    -- The ids as an array too: the rows are then fetched by tasks_pkey one id at a time,
-    -- whatever the plan believes picked holds (conveyor_claim's generic plan, which does
-    -- not know the LIMIT, would otherwise merge-join over all of tasks_pkey).
-    WHERE t.id = ANY (ARRAY(SELECT task_id FROM picked))
-      AND t.id = p.task_id
+    WHERE t.id = p.task_id
       AND a.name = t.agent
     RETURNING t.id, t.agent, t.payload, t.priority, t.attempts, t.max_attempts,
               t.free_attempts, t.estimated_tokens, t.tenant, t.labels, t.created_at,
@@ -265,12 +261,6 @@ SELECT c.id, c.agent, c.payload, c.priority, c.attempts, c.max_attempts, c.free_
 FROM claimed c
 JOIN attempt_rows r ON r.task_id = c.id
 ORDER BY c.priority DESC, c.created_at, c.id;
-
--- name: tasks_claim_alone
--- tasks_claim as one statement, when there is nothing to finish: see conveyor_claim()
--- (conveyor/sql/functions/claim.sql) for how it keeps planner_index_only's settings.
-SELECT * FROM conveyor_claim(%(worker_id)s, %(agents)s::text[], %(limit)s::int,
-                             %(limited_limit)s::int);
 
 -- name: attempts_finish
 -- End a batch of a worker's attempts (or a callback's) with their outcomes: see
