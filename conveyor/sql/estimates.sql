@@ -7,6 +7,7 @@
 -- tasks.estimated_tokens may itself be corrected, and learning from it would compound).
 -- Newest first; served by task_attempts_window_idx (agent, finished_at).
 SELECT t.payload->'chars' AS chars, t.payload->'pages' AS pages,
+       t.payload->'item_rows' AS item_rows,
        a.input_tokens + a.output_tokens AS actual
 FROM task_attempts a
 JOIN tasks t ON t.id = a.task_id
