@@ -164,8 +164,9 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
     import realdocs  # benchmarks/realdocs.py: its corpus walk and its scorer
 
     from conveyor.agents.hybrid import extract_hybrid
-    from conveyor.agents.llm import estimate_tokens, item_rows
+    from conveyor.agents.llm import estimate_tokens
     from conveyor.agents.offline import extract_offline
+    from conveyor.documents.amounts import item_rows
     from conveyor.documents.text import extract_text
 
     folder = args.corpus / "text-only"
@@ -570,7 +571,7 @@ def _count_rows(runs: Sequence[Run], corpora: Sequence[Path]) -> int:
     """Item rows counted from the documents, for runs whose files predate the count (a
     run file names its document, found in the first of `corpora` that has it); the
     number of runs so filled in."""
-    from conveyor.agents.llm import item_rows
+    from conveyor.documents.amounts import item_rows
     from conveyor.documents.text import extract_text
 
     filled = 0

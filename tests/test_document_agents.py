@@ -143,6 +143,43 @@ def test_token_estimates_grow_with_the_document_and_are_zero_offline(
     assert app.agents["contract"].estimate_tokens({"pages": 3}) > 0  # type: ignore[misc]
 
 
+async def test_an_uploaded_invoice_is_estimated_from_its_text_and_item_rows(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """An upload's payload carries its text's length and item rows, so admission reserves
+    the estimate measured against a real model (docs/benchmarks.md); a scan carries
+    neither and is estimated from its page count."""
+    from conveyor.documents.amounts import item_rows
+    from conveyor.documents.text import extract_text
+    from conveyor.testing.samples import scanned
+
+    invoice = make_invoice(6)  # 3 line items
+    app = App(settings=dataclasses.replace(settings, llm_model="gpt-4o-mini"))
+    declare_document_agents(app)
+    try:
+        (digital,) = await submit_files(
+            app, [_file(tmp_path, "a.pdf", invoice.pdf)], agent="invoice"
+        )
+        (scan,) = await submit_files(
+            app, [_file(tmp_path, "b.pdf", scanned(invoice.pdf))], agent="invoice"
+        )
+        read = await app.get_task_async(digital.task_id)
+        seen = await app.get_task_async(scan.task_id)
+    finally:
+        await app.aclose()
+    text = extract_text(invoice.pdf).text
+    assert read.payload["chars"] == len(text)
+    assert read.payload["item_rows"] == item_rows(text) == 3
+    chunk = app.settings.llm_chunk_tokens
+    assert read.estimated_tokens == estimate_tokens(
+        read.payload, doc_type="invoice", chunk_tokens=chunk
+    )
+    assert "chars" not in seen.payload and "item_rows" not in seen.payload
+    assert seen.estimated_tokens == estimate_tokens(
+        {"pages": 1}, doc_type="invoice", chunk_tokens=chunk
+    )
+
+
 async def test_a_picture_is_read_by_a_vision_model_and_refused_without_one(
     settings: Settings, tmp_path: Path
 ) -> None:

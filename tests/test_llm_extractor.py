@@ -25,12 +25,12 @@ from conveyor.agents.llm import (
     chunk_text_pages,
     estimate_tokens,
     extract_llm,
-    item_rows,
     merge,
     overhead_tokens,
     text_tokens,
 )
 from conveyor.agents.regions import excerpt_of, regions
+from conveyor.documents.amounts import item_rows
 from conveyor.documents.submit import submit_files
 from conveyor.documents.text import DocumentText, PageText, extract_text
 from conveyor.documents.types import Extraction, Invoice, make_extraction

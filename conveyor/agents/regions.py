@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from conveyor.agents.invoice_fields import is_value
 from conveyor.agents.invoice_labels import field_label, party_heading, sum_label
-from conveyor.agents.llm import amounts_on
 from conveyor.agents.values import dates_in
+from conveyor.documents.amounts import amounts_on
 from conveyor.documents.text import DocumentText, PageText
 
 Finder = Callable[[str], "tuple[str, int] | None"]

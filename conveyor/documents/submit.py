@@ -23,9 +23,12 @@ from pathlib import Path
 from conveyor import queue
 from conveyor.app import App
 from conveyor.db.pool import Connection
-from conveyor.documents.errors import DocumentError, IdempotencyConflict
+from conveyor.documents.amounts import item_rows
+from conveyor.documents.errors import DocumentError, IdempotencyConflict, UnreadableDocument
+from conveyor.documents.sniff import PDF
 from conveyor.documents.storage import StoredFile, Upload
 from conveyor.documents.stores import Store, configured_store, spool_for
+from conveyor.documents.text import extract_text
 from conveyor.errors import InvalidTask, UnknownAgent
 from conveyor.queue import PRIORITY_MAX, PRIORITY_MIN, NewTask
 from conveyor.sql import documents as Q
@@ -35,6 +38,9 @@ AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")  # as the agents 
 MAX_KEY_CHARS = 200  # room for ":<index>" within the 255 of tasks.idempotency_key
 MAX_FILES = 100  # per request or call
 READ_CHUNK = 1 << 20
+# PDFs up to this many pages have their text counted at upload, for the estimate; a longer
+# one is read in page-range children, which count their own pages' text.
+COUNT_PAGES = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,23 @@ class Submitted:
     name: str | None  # the name this file was submitted under
     task_id: int
     duplicate: bool  # True: the task existed already, and is returned instead of a new one
+
+
+def text_counts(file: StoredFile) -> dict[str, int]:
+    """`chars` and `item_rows` of a PDF's text, for its task's token estimate
+    (conveyor.agents.llm.estimate_tokens: the answer restates the item rows). None for a
+    picture, for a PDF with a scanned page (OCR or a vision model reads those, which the
+    page count estimates) or with no text at all, and for one of more than COUNT_PAGES
+    pages. It costs a few ms of CPU: 2.8 ms median, 8.1 ms at most, on the 32 realdocs."""
+    if file.media_type != PDF or not file.page_count or file.page_count > COUNT_PAGES:
+        return {}
+    try:
+        text = extract_text(file.path)
+    except UnreadableDocument:
+        return {}  # the agent's attempt says why; the upload stands as it did
+    if text.scanned_pages or not text.text.strip():
+        return {}  # nothing printed to count: the page count estimates it
+    return {"chars": len(text.text), "item_rows": item_rows(text.text)}
 
 
 def clean_name(name: str | None) -> str | None:
@@ -135,6 +158,7 @@ async def submit_uploads(
                 f"idempotency key {key!r} already names task {existing[key]['id']} of agent "
                 f"{agent!r}, for other bytes; use a new key"
             )
+    counts = await asyncio.gather(*(asyncio.to_thread(text_counts, f) for f in stored))
     store = configured_store(app.settings)
     files = {f.sha256: f for f in stored}
     for file in files.values():
@@ -155,12 +179,13 @@ async def submit_uploads(
                         "name": name,
                         "media_type": f.media_type,
                         "pages": f.page_count,
+                        **count,
                     },
                     priority,
                     key,
                 )
             )
-            for f, name, key in zip(stored, names, keys, strict=True)
+            for f, name, key, count in zip(stored, names, keys, counts, strict=True)
         ]
         ids = await queue.enqueue_many(conn, tasks, known_agents=set())
     seen: set[str] = set()
