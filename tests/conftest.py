@@ -149,6 +149,20 @@ async def one(conn: Any, query: str, params: tuple[Any, ...] = ()) -> Any:
     return next(iter(row.values()))
 
 
+async def claim_queue(conn: Any) -> None:
+    """A queue worth planning a claim for: 20,000 tasks of two agents over ten priorities,
+    a fifth of them enqueued, analysed (the claim-plan tests of test_schema and
+    test_claim_plan)."""
+    await conn.execute("INSERT INTO agents (name) VALUES ('a'), ('b')")
+    await conn.execute(
+        """INSERT INTO tasks (agent, priority, status)
+           SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g % 10,
+                  CASE WHEN g % 5 = 0 THEN 'enqueued' ELSE 'completed' END
+           FROM generate_series(1, 20000) g"""
+    )
+    await conn.execute("ANALYZE tasks")
+
+
 async def wait_for(
     condition: Callable[[], Any],
     *,

@@ -14,22 +14,11 @@ import pytest
 from conveyor.queue import claim
 from conveyor.queue.exchange import claim_statement
 from conveyor.sql import queue as Q
+from tests.conftest import claim_queue
 
 AGENTS = ["a", "b"]
 LIMIT = 4
 CLAIMS = 8  # past psycopg's prepare threshold (5), and PostgreSQL's five custom plans
-
-
-async def fill(conn: Any) -> None:
-    """The same queue as test_schema's claim test: 20,000 tasks, a fifth enqueued."""
-    await conn.execute("INSERT INTO agents (name) VALUES ('a'), ('b')")
-    await conn.execute(
-        """INSERT INTO tasks (agent, priority, status)
-           SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g % 10,
-                  CASE WHEN g % 5 = 0 THEN 'enqueued' ELSE 'completed' END
-           FROM generate_series(1, 20000) g"""
-    )
-    await conn.execute("ANALYZE tasks")
 
 
 async def prepared_claims(conn: Any) -> list[dict[str, Any]]:
@@ -45,7 +34,7 @@ async def prepared_claims(conn: Any) -> list[dict[str, Any]]:
 async def test_a_connection_claims_from_one_generic_plan(conn: Any) -> None:
     """Every claim past psycopg's threshold runs the plan cached for its text: none is
     planned again for its parameters."""
-    await fill(conn)
+    await claim_queue(conn)
     for _ in range(CLAIMS):
         assert len(await claim(conn, worker_id="w", agents=AGENTS, limit=LIMIT)) == LIMIT
     [statement] = await prepared_claims(conn)
@@ -54,7 +43,7 @@ async def test_a_connection_claims_from_one_generic_plan(conn: Any) -> None:
 
 
 async def test_the_whole_generic_plan_of_the_claim_walks_indexes(conn: Any) -> None:
-    await fill(conn)
+    await claim_queue(conn)
     for _ in range(CLAIMS):
         await claim(conn, worker_id="w", agents=AGENTS, limit=LIMIT)
     _assert_index_walks(await explain_prepared_claim(conn))

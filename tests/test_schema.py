@@ -12,6 +12,7 @@ import pytest
 from conveyor.db.migrate import available, functions, migrate
 from conveyor.sql import queue as Q
 from conveyor.states import TRANSITIONS, AttemptStatus, TaskStatus
+from tests.conftest import claim_queue
 
 EXPECTED_COLUMNS = {
     "tasks": set(
@@ -107,14 +108,7 @@ async def test_database_refuses_an_unknown_transition(conn: Any) -> None:
 async def test_claim_follows_the_dequeue_index(conn: Any) -> None:
     """EXPLAIN keeps the claim on tasks_dequeue_idx, with enough rows that a sequential
     scan would be tempting if the index did not serve the ORDER BY."""
-    await conn.execute("INSERT INTO agents (name) VALUES ('a'), ('b')")
-    await conn.execute(
-        """INSERT INTO tasks (agent, priority, status)
-           SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g % 10,
-                  CASE WHEN g % 5 = 0 THEN 'enqueued' ELSE 'completed' END
-           FROM generate_series(1, 20000) g"""
-    )
-    await conn.execute("ANALYZE tasks")
+    await claim_queue(conn)
     params = {"worker_id": "w", "agents": ["a", "b"], "limit": 10, "limited_limit": 10}
     cur = await conn.execute(
         psycopg.sql.SQL("EXPLAIN (FORMAT JSON) ") + psycopg.sql.SQL(Q.tasks_claim), params
