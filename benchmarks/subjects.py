@@ -37,6 +37,10 @@ async def _never_run(task: Task) -> None:
 
 class ConveyorSubject:
     name = "conveyor"
+    # The agent the harness enqueues for and the worker App that runs it (benchmarks/apps.py).
+    agent = "noop"
+    agent_options: dict[str, Any] = {}
+    worker_app = "apps:app"
 
     def __init__(self, prefetch: int | None = None) -> None:
         self.prefetch = prefetch  # None: the worker's default, which equals concurrency
@@ -44,7 +48,7 @@ class ConveyorSubject:
     async def open(self, url: str) -> None:
         self.url = url
         self.app = App(settings=Settings(database_url=url))
-        self.app.agent("noop")(_never_run)
+        self.app.agent(self.agent, **self.agent_options)(_never_run)
         await self.app.database()  # migrates and registers the agent
         self.admin = await psycopg.AsyncConnection.connect(url, autocommit=True)
 
@@ -57,10 +61,10 @@ class ConveyorSubject:
         await self.admin.execute("TRUNCATE tasks, task_attempts RESTART IDENTITY CASCADE")
 
     async def enqueue_many(self, payloads: list[dict[str, Any]]) -> None:
-        await self.app.enqueue_many_async([NewTask("noop", p) for p in payloads])
+        await self.app.enqueue_many_async([NewTask(self.agent, p) for p in payloads])
 
     async def enqueue_one(self, payload: dict[str, Any]) -> None:
-        await self.app.enqueue_async("noop", payload)
+        await self.app.enqueue_async(self.agent, payload)
 
     async def remaining(self) -> int:
         cur = await self.admin.execute(
@@ -71,7 +75,7 @@ class ConveyorSubject:
 
     def worker_command(self, concurrency: int, processes: int) -> tuple[list[str], dict[str, str]]:
         # The real daemon, as deployed: `conveyor worker`, default settings otherwise.
-        argv = [sys.executable, "-m", "conveyor.cli", "worker", "--app", "apps:app"]
+        argv = [sys.executable, "-m", "conveyor.cli", "worker", "--app", self.worker_app]
         argv += ["--concurrency", str(concurrency)]
         if self.prefetch is not None:
             argv += ["--prefetch", str(self.prefetch)]

@@ -33,18 +33,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import apps  # noqa: E402
 import bench_queue  # noqa: E402
-import psycopg  # noqa: E402
-from subjects import ConveyorSubject, _never_run  # noqa: E402
-
-from conveyor import App, NewTask  # noqa: E402
-from conveyor.settings import Settings  # noqa: E402
+from subjects import ConveyorSubject  # noqa: E402
 
 SLICE = 100_000
 PROCESSES, CONCURRENCY = 2, 16
@@ -92,19 +87,9 @@ FROM tasks
 class MixedSubject(ConveyorSubject):
     """Conveyor with apps.py's flaky agent: the harness declares it as the worker does."""
 
-    async def open(self, url: str) -> None:
-        self.url = url
-        self.app = App(settings=Settings(database_url=url))
-        self.app.agent(apps.FLAKY, **apps.FLAKY_OPTIONS)(_never_run)  # type: ignore[arg-type]
-        await self.app.database()  # migrates and registers the agent
-        self.admin = await psycopg.AsyncConnection.connect(url, autocommit=True)
-
-    async def enqueue_many(self, payloads: list[dict[str, Any]]) -> None:
-        await self.app.enqueue_many_async([NewTask(apps.FLAKY, p) for p in payloads])
-
-    def worker_command(self, concurrency: int, processes: int) -> tuple[list[str], dict[str, str]]:
-        argv, env = super().worker_command(concurrency, processes)
-        return [("apps:mixed" if a == "apps:app" else a) for a in argv], env
+    agent = apps.FLAKY
+    agent_options = apps.FLAKY_OPTIONS
+    worker_app = "apps:mixed"
 
 
 def agent_runs_wrong(record_files: list[Path], tasks: int) -> list[str]:
