@@ -464,7 +464,7 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
 
 def _in_description(line: Line, header: Header) -> bool:
     x = header.x_of("description")
-    return x is not None and abs(line.x0 - x) < 12 and not any(ch.isdigit() for ch in line.text[:1])
+    return x is not None and abs(line.x0 - x) < 12 and not line.text[:1].isdigit()
 
 
 def _just_above(above: Line, row: Line) -> bool:

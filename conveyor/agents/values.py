@@ -333,12 +333,7 @@ def currency_of(text: str) -> str | None:
     from price_parser import Price
 
     found = Price.fromstring(text).currency
-    if not found:
-        return None
-    code = found.strip()
-    if re.fullmatch(r"[A-Z]{3}", code):
-        return code
-    return _SIGN_CODES.get(code.lower()) or _sign_owners().get(code.lower())
+    return _code(found.strip()) if found else None
 
 
 def currency_word(word: str) -> str | None:
@@ -349,7 +344,14 @@ def currency_word(word: str) -> str | None:
     found = Price.fromstring(f"1 {word}").currency
     if not found or found.strip().casefold() != word.strip().casefold():
         return None
-    return currency_of(f"1 {word}")
+    return _code(found.strip())
+
+
+def _code(sign: str) -> str | None:
+    """The ISO code of a currency sign or code price-parser found."""
+    if re.fullmatch(r"[A-Z]{3}", sign):
+        return sign
+    return _SIGN_CODES.get(sign.lower()) or _sign_owners().get(sign.lower())
 
 
 @functools.lru_cache(maxsize=1)
