@@ -68,7 +68,7 @@ def text_counts(file: StoredFile) -> dict[str, int]:
     (conveyor.agents.llm.estimate_tokens: the answer restates the item rows). None for a
     picture, for a PDF with a scanned page (OCR or a vision model reads those, which the
     page count estimates) or with no text at all, and for one of more than COUNT_PAGES
-    pages. It costs a few ms of CPU: 2.8 ms median, 8.1 ms at most, on the 32 realdocs."""
+    pages. A few ms of CPU a document (benchmarks/item_rows.py)."""
     if file.media_type != PDF or not file.page_count or file.page_count > COUNT_PAGES:
         return {}
     try:
