@@ -5,6 +5,7 @@ callback's address and secret, the run id."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -172,20 +173,26 @@ class Attempts:
 
     def _read_children(self, task: Task) -> None:
         """Give the task its reader of its children (task.children()), which queries the
-        database only when the agent asks."""
-        loop = asyncio.get_running_loop()
+        database only when the agent asks. Partials of this object's methods, not closures
+        over the task: a closure the task holds that holds the task is a reference cycle,
+        which only the garbage collector frees, and one per task made the collector run
+        every few dozen tasks of a drain."""
+        task.children_reader = functools.partial(self._children_of, task.id)
+        task.children_reader_sync = functools.partial(
+            self._children_of_sync, task.id, asyncio.get_running_loop()
+        )
 
-        async def read() -> list[queue.ChildResult]:
-            assert self.db is not None
-            async with self.db.connection() as conn:
-                return await queue.children_of(conn, task.id)
+    async def _children_of(self, task_id: int) -> list[queue.ChildResult]:
+        assert self.db is not None
+        async with self.db.connection() as conn:
+            return await queue.children_of(conn, task_id)
 
-        def read_sync() -> list[queue.ChildResult]:
-            # From the agent's thread: the query runs on the worker's loop.
-            return asyncio.run_coroutine_threadsafe(read(), loop).result(CHILDREN_TIMEOUT)
-
-        task.children_reader = read
-        task.children_reader_sync = read_sync
+    def _children_of_sync(
+        self, task_id: int, loop: asyncio.AbstractEventLoop
+    ) -> list[queue.ChildResult]:
+        # From the agent's thread: the query runs on the worker's loop.
+        future = asyncio.run_coroutine_threadsafe(self._children_of(task_id), loop)
+        return future.result(CHILDREN_TIMEOUT)
 
     async def _load_prices(self, task: Task) -> None:
         """The first attempt that spent tokens loads the price table, off the loop."""
