@@ -1,5 +1,6 @@
-"""The words invoices label their fields with, in English, German, French, Dutch, Spanish
-and Italian: the one place the invoice rules keep the vocabulary of fields, sums and party
+"""The words invoices label their fields with, in English, German, French, Dutch, Spanish,
+Italian, Portuguese, Polish and the Scandinavian languages (Norwegian, Danish, Swedish):
+the one place the invoice rules keep the vocabulary of fields, sums and party
 headings (an item table's column headers are in `invoice_columns`, legal forms in
 `legal_forms`).
 
@@ -54,7 +55,7 @@ _END = r"(?![a-z])"  # a label ends where its word does: "ust" is not "ustensile
 # the fixed phrases below.
 _DOCUMENT_WORD = (
     r"(?:invoice|inv|bill|rechnungs?|rg|beleg|facture|factura|fattura|factuur|faktura|"
-    r"faktury|laskun?|statement|receipt|document)"
+    r"faktury|fatura|laskun?|statement|receipt|recibo|kvittering|kvitto|document)"
 )
 _NUMBER_SIGN = r"(?:n\s*\.?\s*[o°º]|no|nr|nro|num|numero|number|nummer|numer|ref|#|id)\.?"
 _NUMBERED = [
@@ -116,15 +117,20 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"date\s*(?:de\s*)?(?:la\s*)?facture",
         r"date\s*d'?\s*emission",
         r"factuur\s*-?\s*datum",
-        r"fecha\s*(?:de\s*)?(?:la\s*)?(?:factura|emision|expedicion)",
-        r"data\s*(?:della\s*)?fattura",
-        r"data\s*(?:di\s*)?emissione",
+        # "Fecha y hora de emisión": a date with its time.
+        r"fecha\s*(?:y\s*hora\s*)?(?:de\s*)?(?:la\s*)?(?:factura|emision|expedicion)",
+        r"data\s*(?:della\s*|da\s*)?(?:fattura|fatura)",
+        r"data\s*(?:di\s*|de\s*|da\s*)?emiss(?:ione|ao)",
+        r"data\s*(?:del\s*|do\s*)?documento",
+        # Norwegian and Danish "Fakturadato", Swedish "Fakturadatum", and the date of issue.
+        r"faktura\s*-?\s*dat(?:o|um)",
+        r"(?:utstedelses|udstedelses|utfardande)\s*-?\s*dat(?:o|um)",
         r"datum\s*(?:vydani|vystaveni)",
         r"data\s*wystawienia",
         r"laskun\s*paivamaara",
         r"paivamaara",
     ],
-    "date": [r"date", r"datum", r"fecha", r"data", r"dated"],
+    "date": [r"date", r"datum", r"fecha", r"data", r"dated", r"dato"],
     "due": [
         r"due\s*date",
         # The document's or the payment's word before it: "Invoice due date".
@@ -161,6 +167,15 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"(?:payment|zahlungs|betaal)\s*-?\s*(?:date|datum|termin)",
         r"uiterste\s*betaal\s*-?\s*datum",
         r"vence(?:\s*el)?",
+        r"(?:data\s*(?:de\s*)?)?vencimento",
+        r"pagar\s*ate",
+        # Norwegian "Forfallsdato", Danish "Forfaldsdato", Swedish "Förfallodatum", and the
+        # last day to pay: "Betalingsfrist", "Sidste rettidige betalingsdag", "Betalas senast".
+        r"forfall\w*",
+        r"forfald\w*",
+        r"betalingsfrist",
+        r"sist[ae]\s*(?:rettidige\s*)?betaln?ings?\s*dag(?:en)?",
+        r"betalas\s*senast",
     ],
     "-date": [
         r"(?:order|delivery|ship\w*|service|po|purchase\s*order|performance)\s*date",
@@ -169,6 +184,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"date\s*de\s*(?:livraison|commande)",
         r"(?:lever|order|bestel)\w*\s*datum",
         r"fecha\s*de\s*(?:entrega|pedido)",
+        r"data\s*(?:de\s*|da\s*)?(?:entrega|encomenda)",
+        r"(?:lever|ordre|order|bestill)\w*\s*-?\s*dato",
         r"data\s*(?:di\s*)?(?:consegna|ordine)",
         r"period\w*",
         r"abrechnungszeitraum",
@@ -182,6 +199,9 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"ust\.?\s*-?\s*id\.?\s*-?\s*nr\.?",
         r"klant\s*-?\s*(?:nummer|nr)\.?",
         r"n°\s*(?:de\s*)?(?:client|commande|tva)",
+        r"(?:n\s*\.?\s*[o°º]|numero)\s*(?:de\s*|do\s*)?(?:cliente|pedido|encomenda|cuenta|conta)",
+        r"(?:kunde|kund|ordre|konto|organisasjons|organisations|bestillings)\s*-?\s*(?:nummer|nr|no)\.?",
+        r"(?:org|cvr)\s*\.?\s*-?\s*(?:nummer|nr|no)\.?",
         r"(?:your|our|votre|notre|ihre|unsere|uw|onze)\s*(?:ref\w*|reference)",
     ],
 }
@@ -214,6 +234,14 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:razem\s*)?netto",
         r"veroton(?:\s*yhteensa)?",
         r"zaklad\s*dane",
+        r"wartosc\s*netto",
+        r"(?:total|importe)\s*(?:neto|sin\s*iva|sem\s*iva|s/\s*iva)",
+        r"valor\s*(?:liquido|sem\s*iva)",
+        # Peru's and Latin America's taxable operations: the base the IGV is charged on.
+        r"(?:op\.?|operaciones)\s*gravadas",
+        # Norwegian, Danish, Swedish: the sum, total or amount without VAT ("mva", "moms").
+        r"(?:sum(?:ma)?|total[t]?|belop[p]?|belob)\s*(?:ekskl|exkl|excl|uten|utan|uden)\.?\s*(?:mva|moms)\.?",
+        r"delsumma|mellomsum",
     ],
     "lines": [
         r"positionssumme",
@@ -245,6 +273,11 @@ SUM_LABELS: dict[str, list[str]] = {
         r"dph",
         r"kwota\s*vat",
         r"alv(?:\s*(?:yhteensa|e))?",
+        # Norway's "mva" (merverdiavgift), Denmark's and Sweden's "moms" (mervärdesskatt),
+        # Peru's IGV, the Dominican ITBIS.
+        r"(?:total\s*|sum\s*|summa\s*)?(?:mva|moms)(?:\s*-?\s*(?:belop[p]?|belob))?",
+        r"merverdiavgift|mervardes\s*skatt",
+        r"igv|itbis",
     ],
     "gross": [
         r"grand\s*total",
@@ -277,6 +310,12 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:wartosc\s*)?brutto",
         r"verollinen(?:\s*yhteensa)?",
         r"yhteensa",
+        r"(?:order|grand|invoice)\s*total",
+        r"total\s*(?:con\s*iva|com\s*iva|general|geral|da\s*fatura)",
+        # Norwegian, Danish, Swedish: the sum or total with VAT, "Totalt", "I alt", "Sum".
+        r"(?:sum(?:ma)?|total[t]?|belop[p]?|belob)\s*(?:inkl|incl|med)\.?\s*(?:mva|moms)\.?",
+        r"totalt|totalsum|totalbelop[p]?|i\s*alt",
+        r"sum(?:ma)?",
     ],
     "due": [
         r"amount\s*due",
@@ -299,6 +338,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:totale\s*)?da\s*pagare",
         r"do\s*zaplaty",
         r"maksettava(?:\s*yhteensa)?",
+        # Norwegian "(Beløp) å betale", Danish "At betale", Swedish "(Summa) att betala".
+        r"(?:(?:sum(?:ma)?|belop[p]?|belob|totalt?)\s*)?(?:a|at|att)\s*betal[ea]",
+        r"til\s*betaling",
     ],
     # Charges and discounts between the net and the total: net + tax + charges -
     # discounts = gross.
@@ -317,6 +359,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"verzend\w*",
         r"gastos\s*de\s*(?:envio|transporte)",
         r"spese\s*di\s*(?:spedizione|trasporto)",
+        r"portes(?:\s*de\s*envio)?",
+        r"frete",
+        r"frakt\w*|fragt\w*",
     ],
     "discount": [
         r"(?:less\s*)?discount",
@@ -326,6 +371,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"korting",
         r"descuento",
         r"sconto",
+        r"desconto",
+        r"rabais",
+        r"rabat\w*",
     ],
     "-sum": [
         r"balance",
@@ -397,6 +445,11 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"prestador",
         r"emitente",
         r"fornecedor",
+        r"selger|s(?:æ|ae)lger|saljare",
+        r"leverandor|leverantor",
+        # "Datos del emisor", "Dados do emitente", "Données du fournisseur".
+        r"(?:datos|dati|dados|donnees)\s*(?:du|del|de|do|dello)?\s*(?:emisor|emitente|emittente|"
+        r"vendedor|proveedor|fornitore|fornecedor|fournisseur|prestataire)",
         # A payment slip's payee, under its account: "Compte / Payable à", "Konto /
         # Zahlbar an", "Account / Payable to".
         r"(?:(?:compte|conto|konto|account)\s*/\s*)?(?:payable\s*(?:a|to)|pagabile\s*a|zahlbar\s*an)",
@@ -450,7 +503,12 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"(?:factur\w*|fattur\w*|factuur|rechnung|bill\w*|invoice\w*)\s+(?:to|a|aan|an|al|para)(?![a-z])",
         r"adresse?e?\s*a(?![a-z])",
         # "Datos del cliente", "Dati del cliente", "Customer details", "Klantgegevens".
-        r"(?:datos|dati|donnees|coordonnees)\s*(?:du|del|de|dello)?\s*(?:client|cliente|acheteur)",
+        r"(?:datos|dati|dados|donnees|coordonnees)\s*(?:du|del|de|do|dello)?\s*"
+        r"(?:client|cliente|acheteur|receptor|destinatario|comprador|adquirente)",
+        r"receptor",
+        # Norwegian "Kjøper", Danish "Køber", Swedish "Köpare", "Kund"; the billing address.
+        r"kjoper|k(?:ø|o)ber|kopare|kund",
+        r"faktura\s*-?\s*adresse?|fakturerings\s*-?\s*adresse|mottaker|mottagare|modtager",
         r"(?:klant|kunden)\s*-?\s*(?:gegevens|daten)",
         r"sr(?:es|a)?\.?\s*\(\s*(?:s|es)\s*\)",  # "Sr.(s):", "Sres.(es)", letters to one or more
         r"senor(?:es|a)?",
@@ -471,6 +529,7 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"adresse\s*de\s*livraison",
         r"livre\s*a",
         r"afleveradres",
+        r"leverings\s*-?\s*adresse|leverans\s*-?\s*adress|(?:morada|endereco)\s*de\s*entrega",
         r"leveringsadres",
         r"direccion\s*de\s*(?:envio|entrega)",
         r"indirizzo\s*di\s*(?:consegna|spedizione)",
@@ -510,20 +569,25 @@ NO_VAT = re.compile(
     r"small\s+business\s+exemption|"
     r"tva\s+non\s+applicable|293\s*b\s+du\s+cgi|exoner\w*\s+de\s+tva|"
     r"vrijgesteld\s+van\s+btw|btw\s+vrijgesteld|kleineondernemersregeling|"
-    r"exent[oa]\s+de\s+iva|iva\s+no\s+aplicable|esente\s+iva|regime\s+forfettario"
+    r"exent[oa]\s+de\s+iva|iva\s+no\s+aplicable|esente\s+iva|regime\s+forfettario|"
+    r"isent[oa]\s+de\s+iva|iva\s+isento|zwolnion\w*\s+z\s+(?:podatku\s+)?vat|"
+    r"fritatt\s+(?:for\s+)?mva|ikke\s+mva\s*-?\s*pliktig|momsfri|fritaget\s+for\s+moms|"
+    r"undantag\w*\s+fran\s+(?:skatteplikt|moms)"
 )
 
 # Invoice titles: the word, alone or ending a compound ("Handelsrechnung").
 TITLE = re.compile(
     r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|faktura|fatura|lasku|"
+    r"receipt|recibo|ricevuta|kvittering|kvitto|quittung|"
     r"credit\s*note|gutschrift|avoir|creditnota|nota\s*de\s*credito)" + _END
 )
 
 TAX_ID = re.compile(
     r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|gstin|pan|tin|ein|abn|"
-    r"cuit|cuil|ruc|rfc|nit|cnpj|cpf|nip|regon|ico|dic)\b|"
+    r"cuit|cuil|ruc|rfc|nit|cnpj|cpf|nip|regon|ico|dic|mva)\b|"
     r"steuer-?nr|steuernummer|ust-?id|handelsregister|hrb|iban|bic\b|"
-    r"geschaftsfuhr|registergericht|amtsgericht|kvk|rpr|rcs|p\.iva|partita)",
+    r"geschaftsfuhr|registergericht|amtsgericht|kvk|rpr|rcs|p\.iva|partita|"
+    r"org\.?\s*-?\s*nr|organisa(?:sjons|tions)\s*-?\s*n(?:umme)?r|foretaksregister|cvr\b|nipc)",
 )
 SALUTATION = re.compile(
     r"^(?:herrn?|frau|mr\.?|mrs\.?|ms\.?|mme\.?|m\.|mevr\.?|dhr\.?|sr\.?|sra\.?)$"

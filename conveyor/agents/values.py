@@ -146,11 +146,14 @@ def currencies_in(text: str) -> Counter[str]:
 # --------------------------------------------------------------------------------- dates
 
 # Month names in the languages invoices come in, read by dateparser (its locale data
-# knows "juillet", "März", "mei", "settembre", "Sept." ...), once per distinct word.
-LANGUAGES = ["en", "de", "fr", "nl", "es", "it"]
+# knows "juillet", "März", "mei", "settembre", "Sept.", "março", "października", "mai",
+# "maj" ...), once per distinct word: English, German, French, Dutch, Spanish, Italian,
+# Portuguese, Polish, Norwegian, Danish, Swedish.
+LANGUAGES = ["en", "de", "fr", "nl", "es", "it", "pt", "pl", "nb", "da", "sv"]
 _MONTH = r"(?P<mon>[^\W\d_]{3,12})\.?"
 DATE_PATTERNS = (
-    ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")),
+    # ISO 8601, alone or with its time ("2017-07-05T09:09:23").
+    ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?:\b|(?=T\d))")),
     ("iso", re.compile(r"\b(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})\b")),
     ("dot", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b")),

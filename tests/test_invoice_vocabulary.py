@@ -1,0 +1,92 @@
+"""The vocabulary of invoice labels across languages: Scandinavian, Portuguese, Polish and
+Latin American Spanish words for the fields and sums, read on snippets written here."""
+
+from __future__ import annotations
+
+import datetime
+
+from conveyor.agents.invoice_labels import (
+    NO_VAT,
+    TAX_ID,
+    TITLE,
+    field_label,
+    fold,
+    party_heading,
+    sum_label,
+)
+from conveyor.agents.values import dates_in, month_number
+
+
+def test_field_labels_of_the_scandinavian_languages_and_portuguese() -> None:
+    for text, kind in {
+        "Fakturanr.:": "number",
+        "Fakturanummer": "number",
+        "Fakturadato:": "issue",
+        "Fakturadatum": "issue",
+        "Forfallsdato:": "due",
+        "Forfaldsdato": "due",
+        "Förfallodatum": "due",
+        "Betalingsfrist:": "due",
+        "Sista betalningsdag": "due",
+        "Data de emissão:": "issue",
+        "Data da fatura": "issue",
+        "Data de vencimento": "due",
+        "Fatura n.º": "number",
+        "Fecha y hora de emisión": "issue",
+        "Ordredato:": "-date",
+        "Leveransedato:": "-date",
+        "Kundenr.:": "-number",
+        "Ordrenummer:": "-number",
+        "Dato:": "date",
+    }.items():
+        found = field_label(text)
+        assert found is not None and found[0] == kind, (text, found)
+
+
+def test_sum_labels_of_the_scandinavian_languages_portuguese_and_spanish() -> None:
+    for text, kind in {
+        "Sum ekskl. mva": "net",
+        "Beløp ekskl. mva": "net",
+        "Summa exkl. moms": "net",
+        "Total sem IVA": "net",
+        "Op. Gravadas:": "net",
+        "Mva (25 %)": "tax",
+        "Moms": "tax",
+        "IGV:": "tax",
+        "Sum inkl. mva": "gross",
+        "Totalt": "gross",
+        "I alt": "gross",
+        "Sum": "gross",
+        "Order Total:": "gross",
+        "Å betale": "due",
+        "At betale": "due",
+        "Att betala": "due",
+        "Frakt": "charge",
+        "Desconto": "discount",
+        "Rabat": "discount",
+    }.items():
+        found = sum_label(text)
+        assert found is not None and found[0] == kind, (text, found)
+    # "Summe" stays German's gross; a word that begins with "sum" is no label.
+    assert sum_label("Summary of services") is None
+
+
+def test_party_headings_titles_tax_ids_and_no_vat_notes() -> None:
+    assert party_heading("Selger")[0] == "seller"  # type: ignore[index]
+    assert party_heading("Leverantör")[0] == "seller"  # type: ignore[index]
+    assert party_heading("Datos del emisor")[0] == "seller"  # type: ignore[index]
+    assert party_heading("Datos del receptor")[0] == "buyer"  # type: ignore[index]
+    assert party_heading("Kjøper")[0] == "buyer"  # type: ignore[index]
+    assert party_heading("Leveringsadresse")[0] == "other"  # type: ignore[index]
+    assert TITLE.match(fold("Kvittering")) and TITLE.match(fold("Receipt"))
+    assert TAX_ID.search(fold("Foretaksregisteret: NO 931 793 403 MVA"))
+    assert TAX_ID.search(fold("Org.nr. 931 793 403"))
+    assert NO_VAT.search(fold("Fritatt for mva etter mval. § 3-6"))
+    assert NO_VAT.search(fold("IVA isento ao abrigo do artigo 53.º"))
+
+
+def test_month_names_of_more_languages_and_an_iso_date_with_its_time() -> None:
+    assert month_number("desember") == 12 and month_number("maj") == 5
+    assert month_number("março") == 3 and month_number("października") == 10
+    assert [t.date for t in dates_in("4. desember 2024")] == [datetime.date(2024, 12, 4)]
+    assert [t.date for t in dates_in("Emitida 2017-07-05T09:09:23")] == [datetime.date(2017, 7, 5)]
