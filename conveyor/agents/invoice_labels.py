@@ -375,6 +375,18 @@ SUM_LABELS: dict[str, list[str]] = {
         r"rabais",
         r"rabat\w*",
     ],
+    # Taxes withheld by the buyer, taken off the total: Mexico's "ISR retenido", Spain's
+    # "Retención IRPF", Italy's "Ritenuta d'acconto", Portugal's "Retenção na fonte",
+    # "Withholding tax", "Retenue à la source", "Quellensteuer".
+    "withheld": [
+        r"(?:isr|iva|irpf|irrf|ir)\s*retenid[oa]",
+        r"retencion(?:\s*(?:de\s*)?(?:isr|iva|irpf|i\.?r\.?p\.?f\.?))?(?:\s*\(?\d{1,2}(?:[.,]\d{1,2})?\s*%\)?)?",
+        r"retenc(?:ao|oes)(?:\s*na\s*fonte)?(?:\s*(?:de\s*)?(?:irs|irc))?",
+        r"(?:less\s*)?withholding(?:\s*tax)?|(?:tax\s*)?withheld",
+        r"ritenuta(?:\s*d'?\s*acconto)?",
+        r"retenue\s*a\s*la\s*source",
+        r"quellensteuer",
+    ],
     "-sum": [
         r"balance",
         r"residual",
@@ -626,8 +638,11 @@ def field_label(text: str) -> tuple[str, int] | None:
 
 
 # What may stand before a tax label: "plus VAT 14%", "zzgl. 19 % USt.", "10% VAT:".
+# So may the tax's level or kind, when an invoice adds several: "State Tax (6%)", "Federal
+# Tax", "County sales tax", "Provincial tax".
 _TAX_PREFIX = re.compile(
     r"(?=\S)(?:(?:plus|zzgl\.?|zuzuglich|\+)\s*)?(?:\d{1,2}(?:[.,]\d{1,2})?\s*%\s*)?"
+    r"(?:(?:state|federal|county|city|local|provincial|municipal|regional)\s+)?"
 )
 
 

@@ -11,6 +11,7 @@ else does, since prepayments and earlier balances make it differ.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import product
@@ -35,7 +36,14 @@ PRIOR = {
     "due": 0.5,
     "charge": 1.0,
     "discount": 1.0,
+    "withheld": 1.0,
 }
+# A sum's label with three amounts, the first two adding up to the third ("Sum | 35 311,41
+# | 8 827,85 | 44 139,26" under columns without, of and with VAT): net, tax and gross.
+ROW_OF_THREE = 0.9
+
+
+_QUALIFIER = re.compile(r"^\([^()]{1,24}\)")
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,9 @@ def candidates(sheet: Sheet) -> list[Amount]:
             if kind.startswith("-"):
                 continue
             values: list[tuple[Decimal, float]] = []
-            rest = cell.text[end:].strip(" :")
+            # What qualifies the label in parentheses stands between it and its value:
+            # "Subtotal (12 pcs): 46.50", "Discount (10%): 4.65", "VAT (15.2%): 7.07".
+            rest = _QUALIFIER.sub("", cell.text[end:].strip(" :"), count=1).strip(" :")
             amount = sheet.amount(rest) if rest else None
             if isinstance(amount, Decimal):
                 values.append((amount, 1.0))
@@ -76,6 +86,15 @@ def candidates(sheet: Sheet) -> list[Amount]:
             # the sums; the bare ones are hours, quantities or rates.
             if marked and len(marked) < len(right):
                 right = marked
+            if (
+                kind in ("net", "lines", "gross", "due")
+                and len(right) == 3
+                and all(v > 0 for v in right)
+                and abs(right[0] + right[1] - right[2]) <= CENT
+            ):
+                for part, value in zip(("net", "tax", "gross"), right, strict=True):
+                    found.append(Amount(part, value, ROW_OF_THREE, i))
+                continue
             if right:
                 values.append((right[0], 1.0 if len(right) == 1 else 0.8))
                 if len(right) > 1:
@@ -122,10 +141,14 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     ]
     none = Amount("none", Decimal(0), 0.0, -1)
     # Shipping and the like add to the net, a discount takes from it, before the total.
-    between = {_one_per_line(amounts, "charge") - _one_per_line(amounts, "discount")}
-    between |= {Decimal(0)}
-    best: tuple[float, Amount, Amount, Amount, bool, Decimal] | None = None
-    for net, tax, gross, extra in product(
+    charges = _one_per_line(amounts, "charge") - _one_per_line(amounts, "discount")
+    # A tax withheld is taken off after the tax is added, and is no part of the net: one
+    # such line, or all of them.
+    withheld = {Decimal(0), _one_per_line(amounts, "withheld")}
+    withheld |= {a.value for a in _unique(_best(amounts, "withheld"))}
+    between = {(extra, held) for extra in {charges, Decimal(0)} for held in withheld}
+    best: tuple[float, Amount, Amount, Amount, bool, tuple[Decimal, Decimal]] | None = None
+    for net, tax, gross, (extra, held) in product(
         [*_unique(nets), none], [*_unique(taxes), none], [*_unique(grosses), none], between
     ):
         present = [a for a in (net, tax, gross) if a is not none]
@@ -134,19 +157,20 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         score = sum(a.weight for a in present)
         agree = False
         if net is not none and gross is not none:
-            total = net.value + (tax.value if tax is not none else Decimal(0)) + extra
+            total = net.value + (tax.value if tax is not none else Decimal(0)) + extra - held
             agree = abs(total - gross.value) <= CENT
             score += 2.0 if agree else -1.0
             score -= 0.1 if extra else 0.0  # the plainer reading first
+            score -= 0.1 if held else 0.0
         if lines_total is not None and net is not none and abs(lines_total - net.value) <= CENT:
             score += 0.5
         if gross is not none and tax is not none and tax.value > gross.value:
             score -= 2.0
         if best is None or score > best[0]:
-            best = (score, net, tax, gross, agree, extra)
+            best = (score, net, tax, gross, agree, (extra, held))
     if best is None:
         return Sums(None, None, None, {"subtotal": 0.0, "tax": 0.0, "total": 0.0})
-    _, net, tax, gross, agree, extra = best
+    _, net, tax, gross, agree, (extra, held) = best
     conf: dict[str, float] = {}
     result = Sums(
         net.value if net is not none else None,
@@ -190,7 +214,7 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         and result.gross is not None
         and result.tax is None
         and lines_total is not None
-        and any(lines_total + more == result.gross for more in between)
+        and any(lines_total + more - less == result.gross for more, less in between)
     ):
         result.net = result.gross  # no tax: the items (and charges) are the total
         conf["subtotal"] = FAIR
