@@ -47,20 +47,23 @@ class Task:
     estimated_tokens: int | None = None
     usage: Usage = field(default_factory=Usage)
     trace_id: str | None = None  # the attempt's trace, when tracing is on
-    # The worker's reader of this task's children (docs/children.md); None: no database.
-    children_reader: Callable[[], Awaitable[list[ChildResult]]] | None = field(
+    # The worker's reader of a task's children, called with this task's id
+    # (docs/children.md); None: no database. One reader for all tasks, not one per task.
+    children_reader: Callable[[int], Awaitable[list[ChildResult]]] | None = field(
         default=None, repr=False
     )
-    children_reader_sync: Callable[[], list[ChildResult]] | None = field(default=None, repr=False)
+    children_reader_sync: Callable[[int], list[ChildResult]] | None = field(
+        default=None, repr=False
+    )
 
     async def children(self) -> list[ChildResult]:
         """The children this task spawned (conveyor.queue.ChildResult), in spawn order:
         empty on its first run. From a plain `def` agent, use children_sync()."""
-        return [] if self.children_reader is None else await self.children_reader()
+        return [] if self.children_reader is None else await self.children_reader(self.id)
 
     def children_sync(self) -> list[ChildResult]:
         """children() for a plain `def` agent, which runs in a thread of the worker."""
-        return [] if self.children_reader_sync is None else self.children_reader_sync()
+        return [] if self.children_reader_sync is None else self.children_reader_sync(self.id)
 
     def report_usage(
         self,

@@ -50,11 +50,16 @@ class ThreadExecutor:
         pass  # the pool is the worker's
 
 
-async def traced(task: Task, call: Callable[[], Awaitable[Any]]) -> Any:
-    """Await `call()` inside the attempt's span when tracing is on, with the tokens the
-    attempt reported as attributes, and the span's trace id on the task."""
+def traced(task: Task, call: Callable[[], Awaitable[Any]]) -> Awaitable[Any]:
+    """`call()`, inside the attempt's span when tracing is on, with the tokens the attempt
+    reported as attributes, and the span's trace id on the task. Off, the awaitable of
+    `call()` itself: no coroutine of its own around every attempt."""
     if not tracing.enabled():
-        return await call()
+        return call()
+    return _in_span(task, call)
+
+
+async def _in_span(task: Task, call: Callable[[], Awaitable[Any]]) -> Any:
     with tracing.attempt_span(task.agent, task.id, task.attempt) as span:
         task.trace_id = tracing.trace_id_of(span)
         try:

@@ -5,7 +5,6 @@ callback's address and secret, the run id."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -81,10 +80,14 @@ class Attempts:
         # Attempts running, by task id: done when the database says one ended without us.
         self._ended_elsewhere: dict[int, asyncio.Future[None]] = {}
         self._callback_key: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the worker's, once it runs
+        # Every task's readers of its children (task.children()): bound once, here.
+        self._children_readers = (self._children_of, self._children_of_sync)
 
     async def run(self, claimed: ClaimedTask, waited: float, run: Run) -> Outcome | None:
         """Run the attempt to its end; its outcome, or None if a callback wrote it."""
         spec = self.specs[claimed.agent]
+        loop = self._loop = asyncio.get_running_loop()
         task = Task(
             id=claimed.id,
             agent=claimed.agent,
@@ -97,8 +100,8 @@ class Attempts:
             labels=claimed.labels,
             estimated_tokens=claimed.estimated_tokens,
         )
-        self._read_children(task)
-        ended_elsewhere: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        task.children_reader, task.children_reader_sync = self._children_readers
+        ended_elsewhere: asyncio.Future[None] = loop.create_future()
         self._ended_elsewhere[claimed.id] = ended_elsewhere
         attempt = Attempt(
             task=task,
@@ -114,7 +117,8 @@ class Attempts:
             try:
                 ended = await self.executors[claimed.agent].run(attempt)
             finally:
-                await self._load_prices(task)
+                if task.usage.by_model:  # no model reported, nothing to price
+                    await self._load_prices(task)
             if isinstance(ended, CalledBack):
                 return None
             if isinstance(ended.value, queue.Spawn):
@@ -132,19 +136,24 @@ class Attempts:
             if self._ended_elsewhere.get(claimed.id) is ended_elsewhere:
                 del self._ended_elsewhere[claimed.id]
         usage = task.usage
-        return self.outcome(
-            claimed,
-            kind,
+        called = usage.calls > 0
+        return Outcome(
+            task_id=claimed.id,
+            attempt=claimed.attempt,
+            outcome=kind,
+            agent=claimed.agent,
             result=result,
             error=error,
             retry_delay=retry_delay,
             model=usage.model,
-            input_tokens=usage.input_tokens if usage.calls else None,
-            output_tokens=usage.output_tokens if usage.calls else None,
+            input_tokens=usage.input_tokens if called else None,
+            output_tokens=usage.output_tokens if called else None,
             started_after=waited,
             trace_id=task.trace_id,
-            llm_cost_usd=self.pricer.attempt_cost(
-                {m: (i, o) for m, (i, o) in usage.by_model.items()}
+            llm_cost_usd=(
+                self.pricer.attempt_cost({m: (i, o) for m, (i, o) in usage.by_model.items()})
+                if usage.by_model
+                else None  # what attempt_cost() says of no calls, without building a dict
             ),
             compute_usd_per_hour=attempt.compute_usd_per_hour,
             run_id=attempt.run_id,
@@ -171,27 +180,19 @@ class Attempts:
             await queue.check_spawn(conn, claimed.id, spawn)
         return queue.spawn_json(spawn)
 
-    def _read_children(self, task: Task) -> None:
-        """Give the task its reader of its children (task.children()), which queries the
-        database only when the agent asks. Partials of this object's methods, not closures
-        over the task: a closure the task holds that holds the task is a reference cycle,
-        which only the garbage collector frees, and one per task made the collector run
-        every few dozen tasks of a drain."""
-        task.children_reader = functools.partial(self._children_of, task.id)
-        task.children_reader_sync = functools.partial(
-            self._children_of_sync, task.id, asyncio.get_running_loop()
-        )
-
     async def _children_of(self, task_id: int) -> list[queue.ChildResult]:
+        """A task's children (task.children()), read only when its agent asks. Every task
+        holds this same bound method, not a closure over itself: that was a reference cycle
+        per task, which only the garbage collector frees."""
         assert self.db is not None
         async with self.db.connection() as conn:
             return await queue.children_of(conn, task_id)
 
-    def _children_of_sync(
-        self, task_id: int, loop: asyncio.AbstractEventLoop
-    ) -> list[queue.ChildResult]:
-        # From the agent's thread: the query runs on the worker's loop.
-        future = asyncio.run_coroutine_threadsafe(self._children_of(task_id), loop)
+    def _children_of_sync(self, task_id: int) -> list[queue.ChildResult]:
+        """task.children_sync(), from a plain def agent's thread: the query runs on the
+        worker's loop."""
+        assert self._loop is not None
+        future = asyncio.run_coroutine_threadsafe(self._children_of(task_id), self._loop)
         return future.result(CHILDREN_TIMEOUT)
 
     async def _load_prices(self, task: Task) -> None:

@@ -23,13 +23,17 @@ class NotJson(Exception):
     pass
 
 
-def result_json(value: Any) -> str:
-    """The agent's return value as the task's result; NotJson if it is not JSON."""
-    return json.dumps(value, allow_nan=False, default=_not_json)
-
-
 def _not_json(value: Any) -> Any:
     raise NotJson(f"{type(value).__name__} is not serializable")
+
+
+# One encoder for every result: json.dumps() with options builds a new JSONEncoder per call.
+_encode = json.JSONEncoder(allow_nan=False, default=_not_json).encode
+
+
+def result_json(value: Any) -> str:
+    """The agent's return value as the task's result; NotJson if it is not JSON."""
+    return "null" if value is None else _encode(value)
 
 
 def stopped(reason: str | None) -> tuple[AttemptOutcome, str]:
