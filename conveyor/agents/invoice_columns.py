@@ -1,5 +1,7 @@
-"""The words item tables head their columns with, and the lines that end a table: the
-vocabulary of `invoice_table`, matched as `invoice_labels` matches labels (on folded text,
+"""The words item tables head their columns with, and the lines that end a table, in the
+languages of `invoice_labels` (English, German, French, Dutch, Spanish, Italian,
+Portuguese, Polish, Czech, Finnish, Norwegian, Danish, Swedish): the vocabulary of
+`invoice_table`, matched as `invoice_labels` matches labels (on folded text,
 the longest label wins: "Unit price" is one column, not "Unit" and "price")."""
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"nazwa",
         r"tuote(?:\s*/\s*palvelu)?",
         r"text",
+        # Portuguese; Norwegian, Danish, Swedish.
+        r"descricao|designacao|produto|servico",
+        r"beskrivelse|beskrivning|varebeskrivelse|varetekst|vare|ydelse|tjeneste|tekst",
     ],
     "quantity": [
         r"qty\.?",
@@ -63,6 +68,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"pocet",
         r"ilosc",
         r"maara",
+        r"quantidade|qtd\.?",
+        r"antall|antal|ant\.|mengde|m(?:æ|ae)ngde|kvantitet",
     ],
     "price": [
         r"unit\s*price",
@@ -84,6 +91,11 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"cena\s*za\s*(?:polozku|jednotku|mj)",
         r"cena\s*(?:netto|jedn\.?)",
         r"a\s*-?\s*hinta",
+        r"(?:valor|precio|preco)\s*unit(?:ario)?\.?",
+        r"preco",
+        # "Enh.pris", "Enhetspris", "Enhedspris", "à-pris", "Stykpris", "Pris".
+        r"enh(?:ets|eds)?\.?\s*-?\s*pris(?:\s*\((?:ekskl|exkl|excl)\.?\s*(?:mva|moms)\))?",
+        r"a\s*-?\s*pris|styk\s*-?\s*pris|pris",
     ],
     "amount": [
         r"amount",
@@ -107,6 +119,10 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"celkem(?:\s*bez\s*dane)?",
         r"wartosc\s*netto",
         r"veroton(?:\s*[a-z€]{1,3})?",
+        r"valor(?:\s*total)?",
+        # "Beløp (ekskl. mva)", "Belopp", "Beløb", "Summa", "Totalt".
+        r"(?:belop[p]?|belob)(?:\s*\((?:ekskl|exkl|excl)\.?\s*(?:mva|moms)\))?",
+        r"summa|totalt",
     ],
     "rate": [
         r"alv\s*-?\s*%?",
@@ -119,9 +135,32 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"tva",
         r"btw",
         r"iva",
+        r"(?:mva|moms)(?:\s*\(?\s*\d{1,2}(?:[.,]\d{1,2})?\s*%\s*\)?|\s*%)?",
+        r"igv",
     ],
-    "unit": [r"jedn\.?", r"einheit", r"eenheid", r"unidad", r"unita", r"unite", r"mj"],
-    "discount": [r"rem\.?", r"remise", r"disc\.?", r"discount", r"rabatt", r"korting", r"sconto"],
+    "unit": [
+        r"jedn\.?",
+        r"einheit",
+        r"eenheid",
+        r"unidad",
+        r"unita",
+        r"unite",
+        r"mj",
+        r"unidade",
+        r"enhet|enhed|enh\.?",
+    ],
+    "discount": [
+        r"rem\.?",
+        r"remise",
+        r"disc\.?",
+        r"dsc\.?",
+        r"discount",
+        r"rabatt?",
+        r"korting",
+        r"sconto",
+        r"descuento",
+        r"desconto",
+    ],
 }
 
 # Lines that end an item table: sums, tax summaries, payment terms.
@@ -131,7 +170,7 @@ TABLE_END = re.compile(
     r"bemerkung\w*|notes|taxe|tva|btw|iva|netto|brutto|positionssumme|zwischensumme|"
     r"rechnungsbetrag|endbetrag|conditions|betalingsinformatie|totaal|base imponible|"
     r"imponibile|amount due|balance|cena bez dane|dph|stawka vat|razem|do zaplaty|yhteensa|"
-    r"maksettava)(?![a-z])"
+    r"maksettava|sum|summa|totalt|i alt|mva|moms|subtotaal|importe total|valor total)(?![a-z])"
 )
 
 _COLUMNS = compile_labels(COLUMN_LABELS)

@@ -269,7 +269,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"iva",
         r"importe\s*(?:del\s*)?iva",
         r"imposta",
-        r"(?:total\s*(?:de\s*)?)?impuestos?",
+        r"(?:total\s*(?:de\s*)?)?impuestos?(?:\s*trasladados)?",
+        # Mexico's CFDI: a tax charged is "trasladado", one withheld "retenido".
+        r"traslados?(?:\s*(?:de\s*)?(?:iva|ieps|isr))?",
         r"dph",
         r"kwota\s*vat",
         r"alv(?:\s*(?:yhteensa|e))?",
@@ -380,6 +382,7 @@ SUM_LABELS: dict[str, list[str]] = {
     # "Withholding tax", "Retenue à la source", "Quellensteuer".
     "withheld": [
         r"(?:isr|iva|irpf|irrf|ir)\s*retenid[oa]",
+        r"(?:total\s*(?:de\s*)?)?impuestos?\s*retenidos",
         r"retencion(?:\s*(?:de\s*)?(?:isr|iva|irpf|i\.?r\.?p\.?f\.?))?(?:\s*\(?\d{1,2}(?:[.,]\d{1,2})?\s*%\)?)?",
         r"retenc(?:ao|oes)(?:\s*na\s*fonte)?(?:\s*(?:de\s*)?(?:irs|irc))?",
         r"(?:less\s*)?withholding(?:\s*tax)?|(?:tax\s*)?withheld",

@@ -360,6 +360,30 @@ def _section_subtotal(sheet: Sheet, index: int, section: list[Row], header: Head
     return False
 
 
+# Taxes printed under each item ("Traslado 001 - IVA | 16.00", "Retención ISR | 10.00"),
+# with more items after them: the item's taxes, not the sums under the table.
+_ITEM_TAXES = ("tax", "withheld")
+
+
+def _item_tax(sheet: Sheet, index: int, header: Header) -> bool:
+    line = sheet.lines[index]
+    label = sum_label(line.cells[0].text)
+    if not label or label[0] not in _ITEM_TAXES:
+        return False
+    for j in range(index + 1, min(len(sheet.lines), index + 1 + SECTION_GAP)):
+        other = sheet.lines[j]
+        if other.page != line.page:
+            return False
+        later = sum_label(other.cells[0].text)
+        if later and later[0] in _ITEM_TAXES:
+            continue  # the item's next tax
+        if later:
+            return False
+        row = read_row(other, header, sheet)
+        return row is not None and row.item.quantity is not None and row.item.unit_price is not None
+    return False
+
+
 def _sums_the_rows(row: Row, rows: list[Row]) -> bool:
     """Whether `row` is no item but the sum of the rows above it: an amount alone, without
     a quantity or a price, that the items' amounts make ("18/08/2022: The bill is paid. |
@@ -408,6 +432,8 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
             continue
         if _ends(line):
+            if rows and _item_tax(sheet, i, header):
+                continue  # the tax of the row above, not the table's
             if rows and _section_subtotal(sheet, i, rows[section:], header):
                 # The next section's heading ("Services") continues no row of this one.
                 section, last, lone = len(rows), None, None

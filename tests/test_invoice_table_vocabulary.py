@@ -1,0 +1,112 @@
+"""Item tables headed in more languages (Norwegian, Danish, Swedish, Portuguese, Latin
+American Spanish), and taxes printed under each item that do not end the table. Each
+table is a snippet drawn here."""
+
+from __future__ import annotations
+
+import io
+
+from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
+
+from conveyor.agents.invoice_columns import column_kind
+from conveyor.agents.offline import extract_offline
+from conveyor.documents.text import extract_text
+
+Draw = list[tuple[float, float, str]]
+
+
+def items(draw: Draw) -> list[dict[str, object]]:
+    out = io.BytesIO()
+    page = canvas.Canvas(out, pagesize=(595, 842))
+    page.setFont("Helvetica", 9)
+    for x, y, text in draw:
+        page.drawString(x, 842 - y, text)
+    page.save()
+    data = extract_offline(extract_text(out.getvalue()), "invoice").data
+    assert isinstance(data, dict)
+    return list(data["line_items"])
+
+
+def test_column_headers_of_more_languages() -> None:
+    for text, kind in {
+        "Beskrivelse": "description",
+        "Beskrivning": "description",
+        "Descrição": "description",
+        "Antall": "quantity",
+        "Antal": "quantity",
+        "Quantidade": "quantity",
+        "Enh.pris": "price",
+        "Enhetspris": "price",
+        "à-pris": "price",
+        "Valor Unitario": "price",
+        "Preço unitário": "price",
+        "Beløp": "amount",
+        "Belopp": "amount",
+        "Valor Total": "amount",
+        "Mva (25 %)": "rate",
+        "Moms %": "rate",
+        "Enhet": "unit",
+        "Desconto": "discount",
+    }.items():
+        assert column_kind(text) == kind, (text, column_kind(text))
+
+
+def test_a_norwegian_table() -> None:
+    found = items(
+        [
+            (40, 40, "Fjord Bygg AS"),
+            (380, 40, "FAKTURA"),
+            (380, 60, "Fakturanr.: 1077"),
+            (380, 72, "Fakturadato: 2024-04-04"),
+            (40, 160, "Beskrivelse"),
+            (250, 160, "Antall"),
+            (320, 160, "Enh.pris"),
+            (420, 160, "Beløp"),
+            (40, 180, "Arbeid etter avtale"),
+            (250, 180, "2"),
+            (320, 180, "1 000,00"),
+            (420, 180, "2 000,00"),
+            (40, 194, "Materialer"),
+            (250, 194, "1"),
+            (320, 194, "311,41"),
+            (420, 194, "311,41"),
+            (320, 230, "Sum ekskl. mva"),
+            (420, 230, "2 311,41"),
+        ]
+    )
+    assert [(i["description"], i["quantity"], i["unit_price"], i["amount"]) for i in found] == [
+        ("Arbeid etter avtale", "2", "1000.00", "2000.00"),
+        ("Materialer", "1", "311.41", "311.41"),
+    ]
+
+
+def test_taxes_under_each_item_do_not_end_the_table() -> None:
+    found = items(
+        [
+            (40, 40, "Aceros del Norte SA de CV"),
+            (380, 40, "FACTURA"),
+            (380, 60, "Folio: 167"),
+            (40, 160, "Descripción"),
+            (250, 160, "Valor Unitario"),
+            (350, 160, "Cantidad"),
+            (450, 160, "Importe"),
+            (40, 180, "ACERO"),
+            (250, 180, "$1,000.00"),
+            (350, 180, "1.5"),
+            (450, 180, "$1,500.00"),
+            (40, 192, "Traslado 002 - IVA"),
+            (450, 192, "$240.00"),
+            (40, 204, "Retención 001 - ISR"),
+            (450, 204, "$150.00"),
+            (40, 216, "ZAMAC"),
+            (250, 216, "$100.00"),
+            (350, 216, "2"),
+            (450, 216, "$200.00"),
+            (250, 250, "Subtotal:"),
+            (450, 250, "$1,700.00"),
+        ]
+    )
+    assert [(i["description"], i["quantity"], i["unit_price"], i["amount"]) for i in found] == [
+        ("ACERO", "1.5", "1000.00", "1500.00"),
+        ("ZAMAC", "2", "100.00", "200.00"),
+    ]
