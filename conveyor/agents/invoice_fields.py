@@ -26,6 +26,7 @@ from conveyor.agents.values import (
     currency_word,
     dates_in,
     resolve,
+    sign_currencies,
 )
 from conveyor.documents.layout import Cell
 
@@ -383,6 +384,39 @@ def _country_currency(sheet: Sheet) -> str | None:
     return None
 
 
+# A sign several countries print ("$"): the currency of the country the page names by its
+# name or its national tax id, of those that print it. Mexico's RFC, "M.N." (moneda
+# nacional) and CFDI, Argentina's CUIT, Chile's RUT; Canada and Australia as above.
+_SIGN_COUNTRIES = (
+    (re.compile(r"\bm[eé]xico\b|\bRFC\b|\bM\.\s?N\.|\bCFDI\b", re.IGNORECASE), "MXN"),
+    (re.compile(r"\bargentina\b|\bCUIT\b", re.IGNORECASE), "ARS"),
+    (re.compile(r"\bchile\b|\bR\.?U\.?T\.?\b"), "CLP"),
+    (re.compile(r"\bcolombia\b", re.IGNORECASE), "COP"),
+    # Norway's MVA and Foretaksregisteret, Denmark's CVR, Sweden's momsregistreringsnummer.
+    (re.compile(r"\bnorge\b|\bnorway\b|\bMVA\b|\bforetaksregisteret\b", re.IGNORECASE), "NOK"),
+    (re.compile(r"\bdanmark\b|\bdenmark\b|\bCVR\b", re.IGNORECASE), "DKK"),
+    (re.compile(r"\bsverige\b|\bsweden\b|\bmomsreg", re.IGNORECASE), "SEK"),
+    *_COUNTRY_CURRENCIES,
+)
+
+
+_KRONE = re.compile(r"(?<![^\W\d_])kr\.?(?![^\W\d_])", re.IGNORECASE)
+
+
+def _cells(sheet: Sheet) -> list[Cell]:
+    return [cell for line in sheet.lines for cell in line.cells]
+
+
+def _national(sheet: Sheet, sign: str) -> str | None:
+    """The currency of the country the page names, among those whose sign is `sign`."""
+    among = sign_currencies(sign)
+    text = "\n".join(line.text for line in sheet.lines[:60])
+    for pattern, code in _SIGN_COUNTRIES:
+        if code in among and pattern.search(text):
+            return code
+    return None
+
+
 # A currency named beside an amount ("703.15 euro") or in a column's header ("Prijs
 # (euro)", "Amount (EUR)"): what price-parser reads as a currency there.
 _AFTER_AMOUNT = re.compile(r"\d\s+([^\W\d_]{3,12})(?![\w])")
@@ -422,10 +456,20 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
     if not counts:
         counts = currencies_in("\n".join(line.text for line in sheet.lines))
         if not counts:
+            if any(
+                _KRONE.search(c.text) and sheet.amount(c.text) is not None for c in _cells(sheet)
+            ):
+                national = _national(sheet, "kr")  # the krone or krona of the country named
+                if national is not None:
+                    return national, FAIR
             guess = _country_currency(sheet)
             return guess, WEAK if guess else 0.0
     code, n = counts.most_common(1)[0]
     confidence = SURE if len(counts) == 1 and n >= 2 else LIKELY if len(counts) == 1 else WEAK
     if code == "USD" and not any(re.search(r"\bUSD\b|US\$", line.text) for line in sheet.lines):
         confidence = min(confidence, FAIR)  # a bare "$" is several countries' dollar
+        # ... or peso: the one of the country the page names, if it names one.
+        national = _national(sheet, "$")
+        if national is not None and national != "USD":
+            return national, FAIR
     return code, confidence

@@ -121,7 +121,17 @@ def _amount_pattern(style: NumberStyle) -> re.Pattern[str]:
 CODES = (
     "USD EUR GBP CAD AUD CHF JPY NZD SEK NOK DKK PLN CZK HUF CNY INR SGD HKD MXN BRL ZAR"
 ).split()
-SIGNS = {"CA$": "CAD", "A$": "AUD", "NZ$": "NZD", "€": "EUR", "£": "GBP", "¥": "JPY", "$": "USD"}
+SIGNS = {
+    "CA$": "CAD",
+    "A$": "AUD",
+    "NZ$": "NZD",
+    "MX$": "MXN",
+    "R$": "BRL",
+    "€": "EUR",
+    "£": "GBP",
+    "¥": "JPY",
+    "$": "USD",
+}
 _CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
 # The euro sign as the text layers of some TeX fonts give it: a lone "e" after an amount
 # with cents ("2 900,00 e", "0,30 e/km"), where the glyph has no Unicode mapping.
@@ -263,9 +273,9 @@ def resolve(token: DateToken, order: str) -> datetime.date | None:
 _CELL_NOISE = re.compile(
     # Codes and signs, and a tax-category letter after the amount ("170,00 B").
     # "R$", "S$", "HK$": a dollar-like sign with its country's letters.
-    r"(?:\b(?:[A-Z]{3})\b|\b[A-Z]{1,3}\$|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|(?<=\d)\s+[A-Z]$|"
-    + _TEX_EURO.pattern
-    + ")",
+    # "S/" and "S/.": the Peruvian sol's sign.
+    r"(?:\b(?:[A-Z]{3})\b|\b[A-Z]{1,3}\$|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|\bS/\.?|"
+    r"(?<=\d)\s+[A-Z]$|" + _TEX_EURO.pattern + ")",
     re.IGNORECASE,
 )
 # "12.100,-" and "45.-": a whole amount, its cents written as a dash.
@@ -324,8 +334,13 @@ _SIGN_CODES = {
     "zł": "PLN",
     "fr.": "CHF",
     "kč": "CZK",
+    "s/.": "PEN",
     "ft": "HUF",
 }
+
+
+# The sol's sign as it is printed more often than price-parser's "S/.": "S/ 200.00".
+_SOL = re.compile(r"(?<![\w/])S/(?=\s?\d)")
 
 
 def currency_of(text: str) -> str | None:
@@ -335,6 +350,8 @@ def currency_of(text: str) -> str | None:
     prints it ("R$" is the real's; "$" or "kr" are several countries')."""
     from price_parser import Price
 
+    if _SOL.search(text):
+        return "PEN"
     found = Price.fromstring(text).currency
     return _code(found.strip()) if found else None
 
@@ -348,6 +365,20 @@ def currency_word(word: str) -> str | None:
     if not found or found.strip().casefold() != word.strip().casefold():
         return None
     return _code(found.strip())
+
+
+@functools.lru_cache(maxsize=16)
+def sign_currencies(sign: str) -> frozenset[str]:
+    """Every current currency whose usual or national sign is `sign` (price-parser's data):
+    "$" is the US, Canadian, Mexican, Argentine... dollar or peso, "kr" three kroner."""
+    from price_parser._currencies import CURRENCIES, REPLACED_BY_EURO
+
+    return frozenset(
+        code
+        for code, info in CURRENCIES.items()
+        if code not in REPLACED_BY_EURO
+        and sign in (str(info.get("s") or "").strip(), str(info.get("sn") or "").strip())
+    )
 
 
 def _code(sign: str) -> str | None:
