@@ -113,7 +113,8 @@ def _under_text(sheet: Sheet, index: int, cell: Cell) -> bool:
     for above in reversed(sheet.lines[max(0, index - 4) : index]):
         if above.page != line.page or line.y0 - above.y1 > 0.8 * max(above.height, 8.0):
             return False
-        column = [c for c in above.cells if abs(c.x0 - cell.x0) < 6]
+        # The same column: its left edge, or its right edge in a block set flush right.
+        column = [c for c in above.cells if abs(c.x0 - cell.x0) < 6 or abs(c.x1 - cell.x1) < 6]
         if not column:
             continue
         text = column[0].text.strip()

@@ -70,6 +70,11 @@ def not_a_name(text: str) -> bool:
     dated = sum(len(token.text) for token in dates_in(name))
     if dated and dated >= 0.6 * len(name):
         return True
+    # A code in groups, most of them holding digits ("NL33 ABNA 0383 9284 93", an account
+    # whose check digits do not hold; "AB 12 34 56 C"): names are mostly words.
+    tokens = name.split()
+    if len(tokens) >= 3 and 2 * sum(any(ch.isdigit() for ch in t) for t in tokens) > len(tokens):
+        return True
     # A row of tax-id labels ("CNPJ / CPF / NIF", "VAT / Tax ID") names no one.
     words = [w for w in re.split(r"[\s/]+", name.lower()) if w]
     if words and all(TAX_ID.fullmatch(w) or w in ("tax", "id", "no", "nr") for w in words):

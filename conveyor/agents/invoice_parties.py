@@ -349,6 +349,10 @@ def parties(sheet: Sheet) -> tuple[Party, Party]:
         vendor = _not_a_label(vendor_by_evidence(sheet, skip))
     if vendor.name_conf <= GUESS or _GREETING.match(fold(vendor.name or "")):
         vendor = _signer(sheet) or vendor
+    if customer.name and vendor.name and fold(customer.name) == fold(vendor.name):
+        # No one bills themselves: the heading was the seller's ("Account holder" over
+        # the seller's bank account), and the buyer is found as if it had none.
+        customer = Party()
     if customer.name is None:
         others = [b for b in blocks if b.kind == "other"]
         customer = _not_a_label(
