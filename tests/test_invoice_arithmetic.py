@@ -99,3 +99,63 @@ def test_a_sum_row_of_net_tax_and_gross() -> None:
     )
     assert (data["subtotal"], data["tax"], data["total"]) == ("1000.00", "250.00", "1250.00")
     assert fields["total"] >= 0.9
+
+
+def test_a_column_named_subtotal_is_no_sum_and_a_row_with_the_rate_between() -> None:
+    data, _ = read(
+        [
+            *HEAD,
+            (40, 180, "Description"),
+            (250, 180, "Price"),
+            (330, 180, "Quantity"),
+            (470, 180, "Subtotal"),
+            (40, 196, "Website design"),
+            (250, 196, "€34.20"),
+            (330, 196, "100"),
+            (470, 196, "€3,420.00"),
+            (40, 210, "Website development"),
+            (250, 210, "€45.50"),
+            (330, 210, "100"),
+            (470, 210, "€4,550.00"),
+            (300, 260, "Total due"),
+            (300, 274, "€7,970.00"),
+        ]
+    )
+    # The first item's amount under the "Subtotal" column is not the invoice's net.
+    assert data["total"] == "7970.00" and data["subtotal"] != "3420.00"
+    data, _ = read(
+        [
+            *HEAD,
+            (40, 180, "Tuote"),
+            (200, 180, "Veroton"),
+            (280, 180, "ALV-%"),
+            (350, 180, "ALV"),
+            (450, 180, "Verollinen"),
+            (40, 196, "Konsultointi"),
+            (200, 196, "200,00"),
+            (280, 196, "24,00"),
+            (350, 196, "48,00"),
+            (450, 196, "248,00"),
+            (40, 212, "Yhteensä"),
+            (200, 212, "200,00"),
+            (280, 212, "24,00"),
+            (350, 212, "48,00"),
+            (450, 212, "248,00"),
+        ]
+    )
+    assert (data["subtotal"], data["tax"], data["total"]) == ("200.00", "48.00", "248.00")
+
+
+def test_a_net_and_its_tax_with_no_total_printed_make_it_at_a_guess() -> None:
+    data, fields = read(
+        [
+            *HEAD,
+            (300, 200, "Op. Gravadas:"),
+            (470, 200, "S/ 200.00"),
+            (300, 214, "IGV:"),
+            (470, 214, "S/ 36.00"),
+        ]
+    )
+    assert (data["subtotal"], data["tax"], data["total"]) == ("200.00", "36.00", "236.00")
+    assert data["currency"] == "PEN"
+    assert fields["total"] < 0.9

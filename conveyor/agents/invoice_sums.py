@@ -18,6 +18,7 @@ from itertools import product
 
 from conveyor.agents.invoice_labels import NO_VAT, sum_label
 from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.invoice_table import find_header
 from conveyor.agents.values import currency_of
 
 CENT = Decimal("0.01")
@@ -38,9 +39,11 @@ PRIOR = {
     "discount": 1.0,
     "withheld": 1.0,
 }
-# A sum's label with three amounts, the first two adding up to the third ("Sum | 35 311,41
-# | 8 827,85 | 44 139,26" under columns without, of and with VAT): net, tax and gross.
+# A sum's label with three amounts or more, two of them adding up to the last ("Sum |
+# 35 311,41 | 8 827,85 | 44 139,26" under columns without, of and with VAT; "Yhteensä |
+# 200,00 | 24,00 | 48,00 | 248,00" with the rate between): net, tax and gross.
 ROW_OF_THREE = 0.9
+MAX_ROW = 5
 
 
 _QUALIFIER = re.compile(r"^\([^()]{1,24}\)")
@@ -58,6 +61,8 @@ def candidates(sheet: Sheet) -> list[Amount]:
     found: list[Amount] = []
     for i, line in enumerate(sheet.lines):
         cells = line.cells
+        if find_header(line) is not None:
+            continue  # "Description | Price | Qty | Subtotal": a column's name, not a sum's
         for c, cell in enumerate(cells):
             label = sum_label(cell.text)
             if not label:
@@ -86,13 +91,9 @@ def candidates(sheet: Sheet) -> list[Amount]:
             # the sums; the bare ones are hours, quantities or rates.
             if marked and len(marked) < len(right):
                 right = marked
-            if (
-                kind in ("net", "lines", "gross", "due")
-                and len(right) == 3
-                and all(v > 0 for v in right)
-                and abs(right[0] + right[1] - right[2]) <= CENT
-            ):
-                for part, value in zip(("net", "tax", "gross"), right, strict=True):
+            row = _net_tax_gross(right) if kind in ("net", "lines", "gross", "due") else None
+            if row is not None:
+                for part, value in zip(("net", "tax", "gross"), row, strict=True):
                     found.append(Amount(part, value, ROW_OF_THREE, i))
                 continue
             if right:
@@ -109,6 +110,18 @@ def candidates(sheet: Sheet) -> list[Amount]:
             for value, weight in values:
                 found.append(Amount(kind, value, weight * PRIOR[kind], i))
     return found
+
+
+def _net_tax_gross(row: list[Decimal]) -> tuple[Decimal, Decimal, Decimal] | None:
+    """The first two amounts of `row` that add up to its last one, with the last."""
+    if not 3 <= len(row) <= MAX_ROW or any(v <= 0 for v in row):
+        return None
+    gross = row[-1]
+    for a in range(len(row) - 2):
+        for b in range(a + 1, len(row) - 1):
+            if row[b] < row[a] and abs(row[a] + row[b] - gross) <= CENT:
+                return row[a], row[b], gross
+    return None
 
 
 @dataclass
@@ -201,6 +214,18 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     if result.net is None and result.gross is not None and result.tax is not None:
         result.net = result.gross - result.tax  # printed nowhere, implied by the sums
         conf["subtotal"] = min(conf["total"], conf["tax"], FAIR)
+    if (
+        result.gross is None
+        and result.net is not None
+        and result.tax is not None
+        and not grosses
+        and not charges
+        and not any(a.kind == "withheld" for a in amounts)
+    ):
+        # A net and its tax, and no total under any label known: the total they make,
+        # at a guess (it may stand under a label not known, or not be printed).
+        result.gross = result.net + result.tax
+        conf["total"] = min(conf["subtotal"], conf["tax"], WEAK)
     if (
         result.gross is None
         and result.net is not None
