@@ -11,6 +11,10 @@ executed eight times in the claim's transaction (planner_index_only), each rolle
 the queue keeps its depth. Then the plan it runs now, EXPLAIN ANALYZE'd, with the
 prepared statement's generic / custom plan counts. `--param-limit` prepares the old text,
 with the LIMIT a parameter, for comparison.
+
+`--function`: instead, an idle worker's claim, conveyor_claim() (queue.sql
+tasks_claim_alone), whose plpgsql plan has the LIMIT as a parameter; its inner plan is
+shown by auto_explain (as notices), the ninth execution's.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=32)
     parser.add_argument("--param-limit", action="store_true", help="the LIMIT a parameter")
     parser.add_argument("--plan-cache-mode", default=None, help="set in the claim's transaction")
+    parser.add_argument("--function", action="store_true", help="conveyor_claim(), one statement")
     args = parser.parse_args()
     with (
         fresh_database(args.server, f"claim_plan_{args.tasks}") as url,
@@ -87,6 +92,9 @@ def main() -> None:
         )
         conn.execute("ANALYZE tasks")
         print(f"{args.tasks:,} enqueued tasks in {time.monotonic() - began:.1f} s")
+        if args.function:
+            function_claims(conn, args.limit)
+            return
         text, names = numbered(claim_text(None if args.param_limit else args.limit))
         types = ", ".join(TYPES[n] for n in names)
         conn.execute(sql.SQL(f"PREPARE claim ({types}) AS {text}"))
@@ -133,6 +141,26 @@ def main() -> None:
             f" execution {explained['Execution Time']:.3f} ms"
         )
         print("\n".join(r[0] for r in text_plan))
+
+
+def function_claims(conn: psycopg.Connection[Any], limit: int) -> None:
+    values = {"worker_id": "w", "agents": ["a"], "limit": limit, "limited_limit": 0}
+    times = []
+    for _ in range(8):
+        with conn.transaction(force_rollback=True):
+            began = time.perf_counter()
+            n = len(conn.execute(Q.tasks_claim_alone, values).fetchall())
+            times.append((time.perf_counter() - began) * 1000)
+    print(f"claims of {n} (round trips): " + ", ".join(f"{t:.2f}" for t in times) + " ms")
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    conn.execute("LOAD 'auto_explain'")
+    for setting in ("log_min_duration = 0", "log_nested_statements = on", "log_analyze = on"):
+        conn.execute(f"SET auto_explain.{setting}")
+    conn.execute("SET auto_explain.log_level = notice")
+    with conn.transaction(force_rollback=True):
+        conn.execute(Q.tasks_claim_alone, values).fetchall()
+    print("\n".join(t for t in notices if "picked AS MATERIALIZED" in t))
 
 
 if __name__ == "__main__":

@@ -2,23 +2,49 @@
 plan (queue.sql, planner_index_only), made with the LIMIT written into the text
 (queue.claim_statement), and that whole plan is still index walks. With the LIMIT a
 parameter the same generic plan merge-joined the UPDATE over all of tasks_pkey (about a
-second per claim at 1,000,000 tasks waiting; benchmarks/claim_plan.py)."""
+second per claim at 1,000,000 tasks waiting; benchmarks/claim_plan.py).
+
+That is the claim with outcomes to write (a busy worker's, in the finish's transaction).
+An idle worker's claim is one statement in autocommit, conveyor_claim()
+(conveyor/sql/functions/claim.sql): the same claim in plpgsql, whose generic plan does not
+know the LIMIT and fetches the picked rows by `id = ANY`; the last tests here keep the two
+texts equal but for that line, and check that both claim the same rows."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import psycopg
 import pytest
 
-from conveyor.queue import claim
-from conveyor.queue.exchange import claim_statement
+from conveyor.queue.exchange import claim_alone, claim_statement
+from conveyor.sql import function_files
 from conveyor.sql import queue as Q
 from tests.conftest import claim_queue
 
 AGENTS = ["a", "b"]
 LIMIT = 4
 CLAIMS = 8  # past psycopg's prepare threshold (5), and PostgreSQL's five custom plans
+
+
+async def claim(
+    conn: Any, *, worker_id: str, agents: list[str], limit: int, limited_limit: int | None = None
+) -> list[dict[str, Any]]:
+    """The claim of queue.finish_and_claim's transaction (a busy worker's), without the
+    outcomes it writes beside it: finish_and_claim with no outcome claims alone."""
+    async with conn.transaction():
+        await conn.execute(Q.planner_index_only)
+        cur = await conn.execute(
+            claim_statement(limit),
+            {
+                "worker_id": worker_id,
+                "agents": sorted(agents),
+                "limited_limit": limit if limited_limit is None else limited_limit,
+            },
+        )
+        return list(await cur.fetchall())
 
 
 async def prepared_claims(conn: Any) -> list[dict[str, Any]]:
@@ -121,3 +147,152 @@ def _nodes(plan: dict[str, Any]) -> Any:
     yield plan
     for child in plan.get("Plans", ()):
         yield from _nodes(child)
+
+
+# The idle worker's claim, conveyor_claim().
+
+# The one condition the function's UPDATE has and tasks_claim's has not.
+BY_ANY = "t.id = ANY (ARRAY(SELECT task_id FROM picked)) AND "
+
+
+def _statement(text: str) -> str:
+    """A statement without its comment lines, blanks collapsed, parameters named p_*."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("--")]
+    text = " ".join(" ".join(lines).split()).rstrip(";")
+    text = text.replace("%(agents)s::text[]", "p_agents")
+    return re.sub(r"%\((\w+)\)s", r"p_\1", text)
+
+
+def test_the_idle_claim_is_the_busy_claim_with_its_lookup_by_any() -> None:
+    """The claim is written twice (a function body cannot be a prepared statement's text):
+    they may differ by the function's `id = ANY` and nothing else."""
+    script = function_files()["claim"]
+    body = _statement(script.split("RETURN QUERY", 1)[1].split("END\n$$", 1)[0])
+    assert body.count(BY_ANY) == 1
+    assert body.replace(BY_ANY, "") == _statement(Q.tasks_claim)
+    assert BY_ANY not in _statement(Q.tasks_claim), "the busy claim keeps its plain join"
+
+
+async def test_the_idle_and_the_busy_claim_claim_the_same_rows(conn: Any) -> None:
+    """On one queue (two plain agents, a limited one, priorities, a task not yet due), each
+    claim rolled back before the other: the same tasks, attempts and reservations."""
+    await claim_queue(conn)
+    await conn.execute("INSERT INTO agents (name, max_concurrent) VALUES ('c', 3)")
+    # The limited agent's tasks among the best of the queue, one of them not yet due.
+    await conn.execute(
+        """INSERT INTO tasks (agent, priority, estimated_tokens, run_after)
+           SELECT 'c', 8 + g % 2, g * 10,
+                  now() + CASE WHEN g = 1 THEN interval '1 hour' ELSE interval '0' END
+           FROM generate_series(1, 8) g"""
+    )
+    agents = ["a", "b", "c"]
+    limited = set()
+    for limit, limited_limit in ((6, 2), (1, 1), (40, 5), (3, 0)):
+        async with conn.transaction(force_rollback=True):
+            idle = [
+                (r.id, r.attempt, r.reserved_tokens)
+                for r in await claim_alone(
+                    conn, worker_id="w", agents=agents, limit=limit, limited_limit=limited_limit
+                )
+            ]
+        async with conn.transaction(force_rollback=True):
+            busy = [
+                (r["id"], r["attempts"], r["reserved"])
+                for r in await claim(
+                    conn, worker_id="w", agents=agents, limit=limit, limited_limit=limited_limit
+                )
+            ]
+        assert idle == busy and len(idle) == limit, (limit, limited_limit)
+        limited |= {r for r in idle if r[0] > 20_000}
+    assert len(limited) == 3, "the limited agent's tasks, at most its concurrency"
+
+
+async def test_an_idle_claim_commits_in_autocommit(conn: Any) -> None:
+    await claim_queue(conn)
+    got = await claim_alone(conn, worker_id="w", agents=AGENTS, limit=LIMIT)
+    assert len(got) == LIMIT
+    assert [t.priority for t in got] == [5] * LIMIT, "the best first (0 or 5 enqueued)"
+    cur = await conn.execute(
+        "SELECT count(*) AS n FROM tasks t JOIN task_attempts a ON a.task_id = t.id"
+        " WHERE t.status = 'processing' AND t.locked_by = 'w' AND a.status = 'running'"
+    )
+    assert (await cur.fetchone())["n"] == LIMIT, "committed: tasks and attempts"
+    assert conn.info.transaction_status.name == "IDLE"
+    # The function's settings end with it: the connection's own are untouched.
+    for setting in ("enable_seqscan", "enable_bitmapscan"):
+        assert (await (await conn.execute(f"SHOW {setting}")).fetchone())[setting] == "on"
+    cur = await conn.execute("SHOW plan_cache_mode")
+    assert (await cur.fetchone())["plan_cache_mode"] == "auto"
+
+
+async def explained_idle_claims(conn: Any, n: int) -> list[dict[str, Any]]:
+    """Claim alone n times; the plan of the claim inside conveyor_claim() at each, from
+    auto_explain, whose notices carry the plans of nested statements."""
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    await conn.execute("LOAD 'auto_explain'")
+    for setting, value in (
+        ("log_min_duration", "0"),
+        ("log_nested_statements", "on"),
+        ("log_level", "notice"),
+        ("log_format", "json"),
+        ("log_analyze", "on"),
+    ):
+        await conn.execute(f"SET auto_explain.{setting} = {value}")
+    plans = []
+    for _ in range(n):
+        notices.clear()
+        await claim_alone(conn, worker_id="w", agents=AGENTS, limit=LIMIT)
+        [text] = [t for t in notices if "picked AS MATERIALIZED" in t]
+        plans.append(json.loads(text[text.index("{") :])["Plan"])
+    await conn.execute("SET auto_explain.log_min_duration = -1")
+    return plans
+
+
+async def test_the_idle_claim_runs_a_generic_plan_of_index_walks(conn: Any) -> None:
+    await claim_queue(conn)
+    plans = await explained_idle_claims(conn, CLAIMS)
+    for plan in plans:
+        _assert_idle_index_walks(plan)
+    # A generic plan: the LIMIT is a parameter in it, not the number (a custom plan's).
+    limits = [n for n in _nodes(plans[-1]) if n["Node Type"] == "Limit"]
+    assert limits and all(n["Plan Rows"] > LIMIT for n in limits), "not a custom plan"
+
+
+async def test_an_idle_claim_planned_on_an_empty_queue_still_walks_indexes(conn: Any) -> None:
+    await conn.execute("INSERT INTO agents (name) VALUES ('a'), ('b')")
+    await conn.execute("ANALYZE tasks")
+    for _ in range(CLAIMS):
+        assert await claim_alone(conn, worker_id="w", agents=AGENTS, limit=LIMIT) == []
+    await conn.execute(
+        """INSERT INTO tasks (agent, priority)
+           SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g % 10
+           FROM generate_series(1, 20000) g"""
+    )
+    [plan] = await explained_idle_claims(conn, 1)
+    _assert_idle_index_walks(plan)
+
+
+def _assert_idle_index_walks(plan: dict[str, Any]) -> None:
+    everything = list(_nodes(plan))
+    scans = sorted((n["Node Type"], n.get("Index Name")) for n in everything if _reads_tasks(n))
+    # One walk of the dequeue index per agent, the picked ids looked up in tasks_pkey.
+    assert scans == [("Index Scan", "tasks_dequeue_idx"), ("Index Scan", "tasks_pkey")], plan
+    pkey = next(n for n in everything if n.get("Index Name") == "tasks_pkey")
+    assert "ANY" in pkey.get("Index Cond", ""), "by the array of picked ids"
+    # What is read of tasks is what is claimed: no join walking all of tasks_pkey.
+    assert pkey["Actual Rows"] * pkey["Actual Loops"] <= LIMIT
+
+
+async def test_the_idle_claim_carries_the_claims_settings(conn: Any) -> None:
+    """Whatever the connection's settings, the body is planned with these: no scan but the
+    indexes, its generic plan, and no JIT (the generic plan's guessed LIMIT looks costly
+    enough at a deep queue to compile it at every call)."""
+    cur = await conn.execute("SELECT proconfig FROM pg_proc WHERE proname = 'conveyor_claim'")
+    config = set((await cur.fetchone())["proconfig"])
+    assert {
+        "enable_seqscan=off",
+        "enable_bitmapscan=off",
+        "plan_cache_mode=force_generic_plan",
+        "jit=off",
+    } <= config

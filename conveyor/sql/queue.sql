@@ -262,6 +262,13 @@ FROM claimed c
 JOIN attempt_rows r ON r.task_id = c.id
 ORDER BY c.priority DESC, c.created_at, c.id;
 
+-- name: tasks_claim_alone
+-- tasks_claim as one statement in autocommit, when there is nothing to finish (an idle
+-- worker's claim): see conveyor_claim() in conveyor/sql/functions/claim.sql for how it
+-- keeps planner_index_only's settings and a plan that does not know its LIMIT.
+SELECT * FROM conveyor_claim(%(worker_id)s, %(agents)s::text[], %(limit)s::int,
+                             %(limited_limit)s::int);
+
 -- name: attempts_finish
 -- End a batch of a worker's attempts (or a callback's) with their outcomes: see
 -- conveyor_end_attempts() in conveyor/sql/functions/attempts.sql for the outcomes, the
