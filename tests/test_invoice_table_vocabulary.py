@@ -9,6 +9,8 @@ import io
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_columns import column_kind
+from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.invoice_table import read_items
 from conveyor.agents.offline import extract_offline
 from conveyor.documents.text import extract_text
 
@@ -25,6 +27,18 @@ def items(draw: Draw) -> list[dict[str, object]]:
     data = extract_offline(extract_text(out.getvalue()), "invoice").data
     assert isinstance(data, dict)
     return list(data["line_items"])
+
+
+def table(draw: Draw) -> list[dict[str, object]]:
+    """The item table alone, as invoice_table reads it (no other field to decide)."""
+    out = io.BytesIO()
+    page = canvas.Canvas(out, pagesize=(595, 842))
+    page.setFont("Helvetica", 9)
+    for x, y, text in draw:
+        page.drawString(x, 842 - y, text)
+    page.save()
+    rows, _, _ = read_items(Sheet.of(extract_text(out.getvalue())))
+    return [row.model_dump(mode="json") for row in rows]
 
 
 def test_column_headers_of_more_languages() -> None:
@@ -109,4 +123,34 @@ def test_taxes_under_each_item_do_not_end_the_table() -> None:
     assert [(i["description"], i["quantity"], i["unit_price"], i["amount"]) for i in found] == [
         ("ACERO", "1.5", "1000.00", "1500.00"),
         ("ZAMAC", "2", "100.00", "200.00"),
+    ]
+
+
+def test_numbers_set_close_under_two_columns_and_an_amount_that_includes_its_vat() -> None:
+    found = table(
+        [
+            (40, 40, "Admiral Tools Ltd"),
+            (380, 40, "INVOICE"),
+            (380, 60, "Invoice #: V1002"),
+            (40, 160, "Description"),
+            (300, 160, "Qty"),
+            (345, 160, "Price"),
+            (410, 160, "Dsc"),
+            (445, 160, "VAT"),
+            (500, 160, "Amount"),
+            # Quantity and price, discount and VAT rate: each pair one run of words.
+            (40, 180, "Expensive Watch"),
+            (300, 180, "14 $458,845.25"),
+            (410, 180, "7% 14.5%"),
+            (500, 180, "$6,840,419.10"),
+            (40, 194, "Toothbrush"),
+            (300, 194, "62"),
+            (345, 194, "$5.10"),
+            (445, 194, "9%"),
+            (500, 194, "$344.66"),
+        ]
+    )
+    assert [(i["quantity"], i["unit_price"], i["amount"]) for i in found] == [
+        ("14", "458845.25", "6840419.10"),
+        ("62", "5.10", "344.66"),
     ]

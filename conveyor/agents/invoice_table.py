@@ -128,9 +128,31 @@ def _last_price_is_the_amount(columns: list[Column]) -> None:
         prices[-1].kind = "amount"
 
 
+# A number as a table cell prints it: "14", "$458,845.25", "7%", "1.234,56 €".
+_FIGURE = re.compile(r"^[-+]?[$€£¥₹]?\d[\d.,']*(?:%|[$€£¥₹])?$")
+
+
+def _split_figures(cells: list[Cell], header: Header) -> list[Cell]:
+    """A cell of numbers alone that stand under different columns, set too close for a gap
+    ("14 $458,845.25" under "Qty | Price", "7% 14.5%" under "Dsc | VAT"): one cell a column."""
+    out: list[Cell] = []
+    for cell in cells:
+        words = cell.words
+        if len(words) < 2 or not all(_FIGURE.match(w.text) for w in words):
+            out.append(cell)
+            continue
+        kinds = [header.column_of(Cell((w,))) for w in words]
+        if len(set(kinds)) < len(kinds):
+            out.append(cell)  # "1 234,56": groups of one number under one column
+            continue
+        out += [Cell((w,)) for w in words]
+    return out
+
+
 def _cut_at_columns(cells: list[Cell], header: Header) -> list[Cell]:
     """A row's cells cut where a quantity printed close to its description stands under
     the quantity column: "Concept work, PoC 12 h" under "Description | Quantity" is two."""
+    cells = _split_figures(cells, header)
     column = next((c for c in header.columns if c.kind == "quantity"), None)
     if column is None:
         return cells
@@ -190,6 +212,18 @@ def _discounts(cells: list[Cell]) -> list[Decimal]:
     return found
 
 
+def _with_vat(net: Decimal, amount: Decimal, rates: list[Decimal]) -> bool:
+    """Whether `amount` is `net` with one of the row's rates added as VAT, after another
+    of them taken off as a discount or none ("14 | 458,845.25 | 7% | 14.5% | 6,840,419.10")."""
+    for vat in rates:
+        with_vat = net * (1 + vat / 100)
+        if _close(with_vat, amount):
+            return True
+        if any(_close(with_vat * (1 - off / 100), amount) for off in rates if off is not vat):
+            return True
+    return False
+
+
 def _close(a: Decimal, b: Decimal) -> bool:
     exponent = b.as_tuple().exponent
     unit = Decimal(1).scaleb(exponent) if isinstance(exponent, int) else CENT
@@ -219,6 +253,8 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
     # Every (quantity, price, amount) in the row's order; the amount is the last of them.
     values = [n[0] for n in numbers]
     fits: list[tuple[int, int, int, Decimal | None]] = []
+    taxed: list[tuple[int, int, int, Decimal | None]] = []
+    gross_row = False
     under = _under_amount(numbers, header)
     # The amount is the last number, or the one under the amount header when a gross
     # column follows it ("Wartość netto | Wartość brutto").
@@ -233,11 +269,23 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
                 for rate in discounts:
                     if _close(quantity * price * (1 - rate / 100), amount):
                         fits.append((q, p, a, rate))
+                if not fits and _with_vat(quantity * price, amount, discounts):
+                    taxed.append((q, p, a, None))
+    if not fits and taxed:
+        # The row's amount includes its VAT (and its discount) at the row's rates: the
+        # printed price is the unit price. The columns tell which number is which.
+        fits, gross_row = taxed, True
     if fits:
         q, p, a, d = max(fits, key=lambda fit: (*_fit_score(fit, numbers, header), fit[2]))
         unit = values[p]
         if d is not None:
             unit = (unit * (1 - d / 100)).quantize(CENT, ROUND_HALF_UP)
+        if gross_row:
+            return Row(
+                LineItem(description=None, quantity=values[q], unit_price=unit, amount=values[a]),
+                FAIR,
+                description,
+            )
         item = LineItem(description=None, quantity=values[q], unit_price=unit, amount=values[a])
         return Row(item, SURE if d is None else LIKELY, description)
     amount_x = header.x_of("amount")
