@@ -4,6 +4,9 @@ Latin American Spanish words for the fields and sums, read on snippets written h
 from __future__ import annotations
 
 import datetime
+import io
+
+from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_labels import (
     NO_VAT,
@@ -14,7 +17,9 @@ from conveyor.agents.invoice_labels import (
     party_heading,
     sum_label,
 )
+from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import dates_in, month_number
+from conveyor.documents.text import extract_text
 
 
 def test_field_labels_of_the_scandinavian_languages_and_portuguese() -> None:
@@ -90,3 +95,24 @@ def test_month_names_of_more_languages_and_an_iso_date_with_its_time() -> None:
     assert month_number("março") == 3 and month_number("października") == 10
     assert [t.date for t in dates_in("4. desember 2024")] == [datetime.date(2024, 12, 4)]
     assert [t.date for t in dates_in("Emitida 2017-07-05T09:09:23")] == [datetime.date(2017, 7, 5)]
+
+
+def test_a_number_alone_under_the_title_past_a_labelled_line() -> None:
+    out = io.BytesIO()
+    page = canvas.Canvas(out, pagesize=(595, 842))
+    for x, y, text, size in [
+        (40, 40, "Taller Norte SAC", 9),
+        (400, 60, "FACTURA", 14),
+        (385, 80, "E L E C T R Ó N I C A", 9),
+        (385, 100, "R.U.C.: 20123456789", 9),
+        (40, 104, "Dirección: Av Italia 232, Lima", 9),
+        (400, 120, "F001-123", 12),
+        (40, 160, "Fecha Emisión: 21/01/2018", 9),
+    ]:
+        page.setFont("Helvetica", size)
+        page.drawString(x, 842 - y, text)
+    page.save()
+    result = extract_offline(extract_text(out.getvalue()), "invoice")
+    assert isinstance(result.data, dict)
+    assert result.data["number"] == "F001-123"
+    assert result.fields["number"] < 0.9  # a guess short of a labelled number

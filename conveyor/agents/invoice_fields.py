@@ -110,6 +110,41 @@ def title_run(sheet: Sheet, index: int, cell_index: int) -> str:
     return " ".join(cell.text for cell in kept)
 
 
+# How many lines of its column under a title, and how far in its heights, its number may
+# stand alone.
+UNDER_TITLE_LINES = 3
+UNDER_TITLE_REACH = 6.0
+
+
+def _under_title(sheet: Sheet, index: int, title: Cell) -> tuple[str, int] | None:
+    """A number printed alone under the title, in its column ("FACTURE" over "2025-001"),
+    past lines of words or labelled values ("ÉLECTRONIQUE", "R.U.C.: 2012345"): the
+    invoice's number, at a guess a little short of a labelled one."""
+    line = sheet.lines[index]
+    height = max(w.y1 - w.y0 for w in title.words)
+    seen = 0
+    for j in range(index + 1, len(sheet.lines)):
+        below = sheet.lines[j]
+        if below.page != line.page or below.y0 - line.y1 > UNDER_TITLE_REACH * height:
+            return None
+        # The cells in the title's column; the lines of other columns between do not count.
+        column = [c for c in below.cells if c.x1 >= title.x0 and c.x0 <= title.x1]
+        if not column:
+            continue
+        seen += 1
+        if seen > UNDER_TITLE_LINES:
+            return None
+        for cell in column:
+            text = cell.text.strip()
+            if ":" in text or field_label(text) or not any(ch.isdigit() for ch in text):
+                break  # a labelled value or words: look on the next line
+            number = _token(text)
+            if number == text and "%" not in text and currency_of(text) is None:
+                return number, j
+            return None
+    return None
+
+
 def _in_a_block(sheet: Sheet, index: int, cell: Cell) -> bool:
     line = sheet.lines[index]
     for j in (index - 1, index + 1):
@@ -145,6 +180,8 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                 number, _ = title_number(title_run(sheet, i, c))
                 if number:
                     found.append(Candidate(number, LIKELY, i))
+                elif (under := _under_title(sheet, i, cell)) is not None:
+                    found.append(Candidate(under[0], FAIR, under[1]))
     if not found:
         found += _hashed_numbers(sheet) or _referenced(sheet)
     return sorted(found, key=lambda cand: (-cand.confidence, cand.line))
