@@ -154,3 +154,23 @@ def test_numbers_set_close_under_two_columns_and_an_amount_that_includes_its_vat
         ("14", "458845.25", "6840419.10"),
         ("62", "5.10", "344.66"),
     ]
+
+
+def test_the_lone_e_of_a_tex_euro_is_no_unit_of_a_quantity() -> None:
+    found = table(
+        [
+            (60, 160, "Description"),
+            (400, 160, "P.U. HT"),
+            (460, 160, "Qté"),
+            (505, 160, "Total"),
+            (60, 180, "Description du service"),
+            (400, 180, "450,00 e"),
+            (467, 180, "2"),
+            (501, 180, "900 e"),
+            (60, 196, "Forfait mensuel"),
+            (400, 196, "200,00 e"),
+            (467, 196, "1"),
+            (501, 196, "200 e"),
+        ]
+    )
+    assert [(i["quantity"], i["unit_price"]) for i in found] == [("2", "450.00"), ("1", "200.00")]

@@ -18,7 +18,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from conveyor.agents.invoice_columns import TABLE_END, column_kind, column_label
 from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.values import currency_of
+from conveyor.agents.values import currency_of, tex_euro
 from conveyor.documents.layout import Cell, Line
 from conveyor.documents.types import LineItem
 
@@ -183,6 +183,9 @@ def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]
         match = _QTY.match(text)
         if match and _words_after_unit(text, match):
             match = None  # "1 Prace programistyczne": a position and a description
+        # "450,00 e": the euro sign as some TeX fonts give it, not a unit.
+        if match and tex_euro(text):
+            match = None
         if match and match.group("unit") and currency_of(f"1 {match.group('unit')}") is None:
             number = sheet.amount(match.group("n"))
             if isinstance(number, Decimal):

@@ -138,6 +138,11 @@ _CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
 _TEX_EURO = re.compile(r"(?<=[.,]\d\d)\s?e(?![^\W\d_])")
 
 
+def tex_euro(text: str) -> bool:
+    """Whether `text` prints an amount with cents and the lone "e" of a TeX font's euro."""
+    return bool(_TEX_EURO.search(text))
+
+
 def currencies_in(text: str) -> Counter[str]:
     """Currency codes and signs in `text`, as codes, with how often each appears."""
     found: Counter[str] = Counter(_CODE.findall(text))
