@@ -8,6 +8,7 @@ import io
 
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
+from conveyor.agents.invoice_fields import _vat_id_currency
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currency_of, sign_currencies
 from conveyor.documents.text import extract_text
@@ -60,3 +61,13 @@ def test_the_sol_sign_and_the_krone_of_the_country_named() -> None:
     assert {"NOK", "DKK", "SEK"} <= sign_currencies("kr")
     data, _ = read(invoice(["Fjord Bygg AS", "Org.nr. NO 931 793 403 MVA"], "kr "))
     assert data["currency"] == "NOK"
+
+
+def test_no_sign_at_all_is_the_currency_of_the_country_its_vat_ids_name() -> None:
+    assert _vat_id_currency("VAT: FI76543218") == "EUR"
+    assert _vat_id_currency("USt-IdNr.: DE123456789\nVAT ID: ATU12345678") == "EUR"
+    assert _vat_id_currency("VAT Reg No: GB 123 4567 89") == "GBP"
+    assert _vat_id_currency("VAT: DK12345678\nVAT: DE123456789") is None  # they disagree
+    draw = invoice(["Yritys Oy", "Yritystie 11, 40000 Jyväskylä", "VAT: FI76543218"], "")
+    data, fields = read(draw)
+    assert data["currency"] == "EUR" and fields["currency"] < 0.9

@@ -54,6 +54,7 @@ def test_sum_labels_of_the_scandinavian_languages_portuguese_and_spanish() -> No
         "Beløp ekskl. mva": "net",
         "Summa exkl. moms": "net",
         "Total sem IVA": "net",
+        "Neto:": "net",
         "Op. Gravadas:": "net",
         "Mva (25 %)": "tax",
         "Moms": "tax",

@@ -418,7 +418,34 @@ def _country_currency(sheet: Sheet) -> str | None:
     for pattern, code in _COUNTRY_CURRENCIES:
         if pattern.search(text):
             return code
-    return None
+    return _vat_id_currency("\n".join(line.text for line in sheet.lines))
+
+
+# A European VAT id begins with its country's code ("VAT: FI76543218", "USt-IdNr.
+# DE123456789", "BTW NL001234567B01"): the currency of that country, when the ids the page
+# prints agree on one.
+_VAT_ID = re.compile(
+    r"(?i:\b(?:vat|tva|btw|ust|mwst|iva|uid|nif|moms|mva|p\.?\s*iva)[\w.\s/-]{0,20}?[:\s])\s*"
+    r"(?P<cc>[A-Z]{2})\s?(?:U\s?)?\d[\d\s]{6,13}\d"
+)
+_VAT_COUNTRIES = {
+    **dict.fromkeys("AT BE CY DE EE EL ES FI FR HR IE IT LT LU LV MT NL PT SI SK".split(), "EUR"),
+    "DK": "DKK",
+    "SE": "SEK",
+    "PL": "PLN",
+    "CZ": "CZK",
+    "HU": "HUF",
+    "RO": "RON",
+    "BG": "BGN",
+    "GB": "GBP",
+    "NO": "NOK",
+}
+
+
+def _vat_id_currency(text: str) -> str | None:
+    codes = {_VAT_COUNTRIES.get(m.group("cc")) for m in _VAT_ID.finditer(text)}
+    codes.discard(None)
+    return next(iter(codes)) if len(codes) == 1 else None
 
 
 # A sign several countries print ("$"): the currency of the country the page names by its

@@ -235,7 +235,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"veroton(?:\s*yhteensa)?",
         r"zaklad\s*dane",
         r"wartosc\s*netto",
-        r"(?:total|importe)\s*(?:neto|sin\s*iva|sem\s*iva|s/\s*iva)",
+        r"(?:total|importe|valor|precio)?\s*(?:neto|sin\s*iva|sem\s*iva|s/\s*iva)",
         r"valor\s*(?:liquido|sem\s*iva)",
         # Peru's and Latin America's taxable operations: the base the IGV is charged on.
         r"(?:op\.?|operaciones)\s*gravadas",
