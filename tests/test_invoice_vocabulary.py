@@ -117,3 +117,21 @@ def test_a_number_alone_under_the_title_past_a_labelled_line() -> None:
     assert isinstance(result.data, dict)
     assert result.data["number"] == "F001-123"
     assert result.fields["number"] < 0.9  # a guess short of a labelled number
+
+
+def test_more_date_formats() -> None:
+    for text, want in {
+        "2024.03.04": datetime.date(2024, 3, 4),
+        "2024. 03. 04.": datetime.date(2024, 3, 4),
+        "04.03.24": datetime.date(2024, 3, 4),
+        "Mar-04-2024": datetime.date(2024, 3, 4),
+        "04 Mar 24": datetime.date(2024, 3, 4),
+        "05-MAR-24": datetime.date(2024, 3, 5),
+        "5/Mar/2024": datetime.date(2024, 3, 5),
+        "3rd of March 2024": datetime.date(2024, 3, 3),
+        "15.januar 2024": datetime.date(2024, 1, 15),
+    }.items():
+        assert [t.date for t in dates_in(text)] == [want], text
+    # Amounts, versions and times are no dates.
+    for text in ("Total 1.234.56", "v1.2.3", "08.30 - 12.30 Uhr", "4 items 24"):
+        assert dates_in(text) == [], text

@@ -170,19 +170,34 @@ DATE_PATTERNS = (
     # ISO 8601, alone or with its time ("2017-07-05T09:09:23").
     ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?:\b|(?=T\d))")),
     ("iso", re.compile(r"\b(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})\b")),
+    # Year first with dots, as Hungarian, Korean and Lithuanian print it ("2024.03.04.",
+    # "2024. 03. 04.").
+    ("iso", re.compile(r"\b(?P<y>\d{4})\.\s?(?P<m>\d{1,2})\.\s?(?P<d>\d{1,2})\b\.?")),
     ("dot", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b")),
+    # "04.03.24": German day, month and a two-digit year (read in this century).
+    ("dot", re.compile(r"(?<![\d.,])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{2})(?![\d.,]|\.\d)")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b")),
     # "22/10/21": a two-digit year, read in this century (tried after the four-digit forms).
     ("slash", re.compile(r"(?<![\d/.,])(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{2})(?![\d/.,])")),
     ("mdy", re.compile(rf"\b{_MONTH}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s*,?\s+(?P<y>\d{{4}})\b")),
+    # "Mar-04-2024", "Mar/04/2024".
+    ("mdy", re.compile(rf"\b{_MONTH}[-/](?P<d>\d{{1,2}})[-/](?P<y>\d{{4}})\b")),
     # Day, month, year with what languages put between them: an ordinal mark ("1er",
-    # "1°", "3rd") and Spanish "de"/"del" ("1 de mayo de 2025").
+    # "1°", "3rd"), English "of" and Spanish "de"/"del" ("1 de mayo de 2025", "3rd of
+    # March 2024"), slashes ("5/Mar/2024"), a dot and no space ("15.januar 2024").
     (
         "dmy",
         re.compile(
-            rf"\b(?P<d>\d{{1,2}})(?:\.|er|st|nd|rd|th|°|º)?(?:[\s-]+del?)?[\s-]+{_MONTH},?"
-            rf"(?:[\s-]+del?)?[\s-]+(?P<y>\d{{4}})\b"
+            rf"\b(?P<d>\d{{1,2}})(?:\.(?=[^\W\d_])|(?:\.|er|st|nd|rd|th|°|º)?(?:[\s/-]+(?:del?|of))?"
+            rf"[\s/-]+){_MONTH},?(?:[\s-]+del?)?[\s/-]+(?P<y>\d{{4}})\b"
+        ),
+    ),
+    # "04 Mar 24", "05-MAR-24": a month's name and a two-digit year.
+    (
+        "dmy",
+        re.compile(
+            r"\b(?P<d>\d{1,2})([\s/-])(?P<mon>[^\W\d_]{3,9})\.?\2(?P<y>\d{2})(?![\d.,:])"
         ),
     ),
 )
@@ -231,7 +246,8 @@ def dates_in(line: str) -> list[DateToken]:
             g = match.groupdict()
             token: DateToken | None = None
             if kind in ("iso", "dot"):
-                token = DateToken(match.group(0), _make(int(g["y"]), int(g["m"]), int(g["d"])))
+                year = int(g["y"]) + (2000 if len(g["y"]) == 2 else 0)
+                token = DateToken(match.group(0), _make(year, int(g["m"]), int(g["d"])))
             elif kind == "slash":
                 a, b, y = int(g["a"]), int(g["b"]), int(g["y"])
                 y += 2000 if y < 100 else 0
@@ -242,8 +258,9 @@ def dates_in(line: str) -> list[DateToken]:
                     token = DateToken(match.group(0), month_first or day_first)
             else:
                 month = month_number(g["mon"].lower())
+                year = int(g["y"]) + (2000 if len(g["y"]) == 2 else 0)
                 if month:
-                    token = DateToken(match.group(0), _make(int(g["y"]), month, int(g["d"])))
+                    token = DateToken(match.group(0), _make(year, month, int(g["d"])))
             if token is not None and (token.date or token.both):
                 found.append((match.start(), token))
                 taken.append(range(match.start(), match.end()))
