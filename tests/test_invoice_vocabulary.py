@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import io
+from decimal import Decimal
 
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
@@ -18,7 +19,7 @@ from conveyor.agents.invoice_labels import (
     sum_label,
 )
 from conveyor.agents.offline import extract_offline
-from conveyor.agents.values import dates_in, month_number
+from conveyor.agents.values import NumberStyle, cell_amount, dates_in, month_number
 from conveyor.documents.text import extract_text
 
 
@@ -135,3 +136,16 @@ def test_more_date_formats() -> None:
     # Amounts, versions and times are no dates.
     for text in ("Total 1.234.56", "v1.2.3", "08.30 - 12.30 Uhr", "4 items 24"):
         assert dates_in(text) == [], text
+
+
+def test_accounting_negatives_and_a_code_glued_to_its_amount() -> None:
+    point, comma = NumberStyle(".", ","), NumberStyle(",", ".")
+    assert cell_amount("(1,234.50)", point) == Decimal("-1234.50")
+    assert cell_amount("($1,234.50)", point) == Decimal("-1234.50")
+    assert cell_amount("12,50-", comma) == Decimal("-12.50")
+    assert cell_amount("EUR 1.234,56-", comma) == Decimal("-1234.56")
+    assert cell_amount("USD1,234.00", point) == Decimal("1234.00")
+    # A count in parentheses, a rate, a product code, a whole amount with dashed cents.
+    assert cell_amount("(2)", point) is None and cell_amount("(19%)", point) is None
+    assert cell_amount("SKU123", point) is None
+    assert cell_amount("12.100,-", comma) == Decimal("12100")

@@ -196,9 +196,7 @@ DATE_PATTERNS = (
     # "04 Mar 24", "05-MAR-24": a month's name and a two-digit year.
     (
         "dmy",
-        re.compile(
-            r"\b(?P<d>\d{1,2})([\s/-])(?P<mon>[^\W\d_]{3,9})\.?\2(?P<y>\d{2})(?![\d.,:])"
-        ),
+        re.compile(r"\b(?P<d>\d{1,2})([\s/-])(?P<mon>[^\W\d_]{3,9})\.?\2(?P<y>\d{2})(?![\d.,:])"),
     ),
 )
 
@@ -296,10 +294,14 @@ _CELL_NOISE = re.compile(
     # Codes and signs, and a tax-category letter after the amount ("170,00 B").
     # "R$", "S$", "HK$": a dollar-like sign with its country's letters.
     # "S/" and "S/.": the Peruvian sol's sign.
-    r"(?:\b(?:[A-Z]{3})\b|\b[A-Z]{1,3}\$|[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|\bS/\.?|"
+    # A code glued to its amount ("USD1,234.00") only when it is a currency's.
+    r"(?:\b(?:[A-Z]{3})\b|\b(?:" + "|".join(CODES) + r")(?=\d)|\b[A-Z]{1,3}\$|"
+    r"[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|\bS/\.?|"
     r"(?<=\d)\s+[A-Z]$|" + _TEX_EURO.pattern + ")",
     re.IGNORECASE,
 )
+_PARENTHESISED = re.compile(r"^\(\s*([^()%]*\d[.,]\d{2}[^()%\d]*)\s*\)$")
+_TRAILING_MINUS = re.compile(r"^([^-]*\d[.,]\d{2}(?:\s*[^\W\d_]{1,3}|\s*[€$£¥])?)\s?-$")
 # "12.100,-" and "45.-": a whole amount, its cents written as a dash.
 _NO_CENTS = re.compile(r"(?<=\d)[.,][-\u2013]$")
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # minus sign, en dash
@@ -311,6 +313,11 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     "41,1765 €"), read in the document's style; None when the cell is not just a number
     (a percentage, a date, words). Unit prices keep their 3-4 decimals."""
     text = text.translate(_GROUPING)
+    # Accounting's negatives: "(1,234.50)", and the minus after the amount of ledgers and
+    # ERP exports ("12,50-", "EUR 1.234,56-").
+    accounting = _PARENTHESISED.match(text.strip()) or _TRAILING_MINUS.match(text.strip())
+    if accounting:
+        text = "-" + accounting.group(1)
     stripped = _CELL_NOISE.sub(" ", _NO_CENTS.sub("", text.strip())).translate(_MINUS).strip()
     if not stripped or not _CELL_NUMBER.match(stripped) or "%" in text:
         return None
