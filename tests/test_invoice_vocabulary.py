@@ -149,3 +149,22 @@ def test_accounting_negatives_and_a_code_glued_to_its_amount() -> None:
     assert cell_amount("(2)", point) is None and cell_amount("(19%)", point) is None
     assert cell_amount("SKU123", point) is None
     assert cell_amount("12.100,-", comma) == Decimal("12100")
+
+
+def test_a_sum_without_or_with_its_tax_in_any_language() -> None:
+    for text, kind in {
+        "Bedrag excl. BTW": "net",
+        "Summe ohne MwSt.": "net",
+        "Montant hors TVA": "net",
+        "Importe sin IVA": "net",
+        "Beløp uten mva": "net",
+        "Excl. VAT:": "net",
+        "Amount incl. VAT": "gross",
+        "Total (inkl. moms)": "gross",
+        "Gesamtbetrag inkl. MwSt": "gross",
+        "Wartość z VAT": "gross",
+    }.items():
+        found = sum_label(text)
+        assert found is not None and found[0] == kind, (text, found)
+    # In parentheses alone it qualifies a column's header, and labels no sum.
+    assert sum_label("(ekskl. mva)") is None

@@ -206,8 +206,34 @@ FIELD_LABELS: dict[str, list[str]] = {
     ],
 }
 
+# A sum without or with its tax is written the same way in every language: a word for the
+# sum, one for "without" or "with", one for the tax ("Bedrag excl. BTW", "Summe ohne
+# MwSt.", "Montant hors TVA", "Importe sin IVA", "Beløp uten mva", "Amount incl. VAT",
+# "Total (inkl. moms)"); the sum's word may be left out ("Excl. VAT", "zzgl."-less "inkl.
+# USt."). One pattern for all their combinations, beside the fixed phrases below.
+_SUM_WORD = (
+    r"(?:total[et]?|totaal|summe|summa|sum|betrag|bedrag|montant|importe|importo|valor|"
+    r"belop[p]?|belob|amount|gesamt\w*|kwota|wartosc|razem|celkem)"
+)
+_WITHOUT = (
+    r"(?:excl|exkl|ekskl|excluding|exclusive\s*of|ex|w/o|without|before|ohne|hors|sin|senza|"
+    r"sem|sans|uten|utan|uden|bez)\.?"
+)
+_WITH = r"(?:incl|inkl|including|inclusive\s*of|inc|with|mit|avec|con|com|med|z)\.?"
+_TAX_WORD = (
+    r"(?:vat|tax(?:es)?|btw|tva|taxes?|mwst|ust|iva|gst|mva|moms|igv|dph|alv|impuestos?|"
+    r"imposte?|steuern?|umsatzsteuer|mehrwertsteuer|podatku)\.?"
+)
+
+
+def _with_tax(word: str) -> str:
+    # In parentheses only after the sum's word: "(ekskl. mva)" alone qualifies a column.
+    return rf"(?:{_SUM_WORD}\s*\(?\s*{word}\s*{_TAX_WORD}\s*\)?|{word}\s*{_TAX_WORD})"
+
+
 SUM_LABELS: dict[str, list[str]] = {
     "net": [
+        _with_tax(_WITHOUT),
         r"sub\s*-?\s*total",
         r"subtotaal",
         r"net\s*(?:amount|total|value|sum)",
@@ -282,6 +308,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"igv|itbis",
     ],
     "gross": [
+        _with_tax(_WITH),
         r"grand\s*total",
         r"invoice\s*total",
         r"total\s*amount",
