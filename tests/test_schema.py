@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any
 
@@ -148,3 +149,50 @@ async def test_a_large_status_update_costs_linear_time(conn: Any) -> None:
     await conn.execute("UPDATE tasks SET status = 'cancelled' WHERE status = 'enqueued'")
     # 20,000 rows: about 0.1 s as a hash join, some 35 s as the nested loop it replaced.
     assert asyncio.get_running_loop().time() - started < 10
+
+
+async def test_the_finish_looks_up_its_rows_by_key_whatever_the_statistics(conn: Any) -> None:
+    """conveyor_end_attempts() on statistics that say the queue is empty (a drain between two
+    analyses), with many tasks processing: every task and attempt is found by its key. Left
+    to choose, the planner read all of task_attempts and every processing task (through
+    tasks_processing_idx), once per outcome of the batch."""
+    from conveyor import queue
+    from conveyor.queue import AgentRegistration, NewTask, Outcome
+
+    await queue.register_agents(conn, [AgentRegistration("a")])
+    await conn.execute("ANALYZE tasks")
+    await conn.execute("ANALYZE task_attempts")
+    await queue.enqueue_many(conn, [NewTask("a") for _ in range(2_000)], known_agents={"a"})
+    claimed = await queue.claim(conn, worker_id="w", agents=["a"], limit=1_000)
+    assert len(claimed) == 1_000
+    batch = claimed[:50]
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    await conn.execute("LOAD 'auto_explain'")
+    for setting, value in (
+        ("log_min_duration", "0"),
+        ("log_nested_statements", "on"),
+        ("log_level", "notice"),
+        ("log_format", "json"),
+        ("log_analyze", "on"),
+    ):
+        await conn.execute(f"SET auto_explain.{setting} = {value}")
+    done = await queue.finish(conn, [Outcome(c.id, c.attempt, "succeeded") for c in batch])
+    await conn.execute("SET auto_explain.log_min_duration = -1")
+    assert [r.applied for r in done] == [True] * len(batch)
+    [text] = [t for t in notices if "outcome AS MATERIALIZED" in t]
+    nodes = list(_plan_nodes(json.loads(text[text.index("{") :])["Plan"]))
+    reads = [n for n in nodes if n.get("Relation Name") in ("tasks", "task_attempts")]
+    reads = [n for n in reads if n["Node Type"] != "ModifyTable"]
+    assert "Seq Scan" not in {n["Node Type"] for n in reads}, text
+    indexes = {n.get("Index Name") for n in nodes if "Index Scan" in n["Node Type"]}
+    assert indexes <= {"tasks_pkey", "task_attempts_task_id_attempt_key", "agents_pkey"}, text
+    # What is read of either table is the batch's rows, not the 1,000 processing tasks.
+    for n in reads + [n for n in nodes if n["Node Type"] == "Bitmap Index Scan"]:
+        assert n["Actual Rows"] * n["Actual Loops"] <= len(batch), text
+
+
+def _plan_nodes(plan: dict[str, Any]) -> Any:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _plan_nodes(child)

@@ -57,6 +57,17 @@ $$;
 -- statement that ends the attempt, so a spawn exists exactly when its attempt's end
 -- does. The task then waits: no lease, no worker, waiting_since set; the fence below
 -- (waiting_since IS NULL) keeps a repeat of the outcome from spawning again.
+--
+-- Every row is found by its key: the tasks by tasks_pkey, the attempts by (task_id, attempt).
+-- The queue's statistics are stale most of the time (a drain doubles task_attempts between
+-- two analyses), and left to choose, the planner read all of task_attempts (a sequential
+-- scan, as many rows as the table holds, at every finish) and every processing task through
+-- tasks_processing_idx, dead entries included, joined to the batch by a nested loop
+-- (processing tasks x outcomes). So: no sequential scans (the function's SET clause; it also
+-- holds in the triggers the statement fires, and the rollup triggers set it too), no JIT (a
+-- plan costed with a disabled scan would look worth compiling), the attempts looked up by
+-- the batch's task ids (`attempt_rows`), and the fence's status a column of `decided`, not
+-- a constant, so that no partial index on status matches it (`ended`).
 CREATE OR REPLACE FUNCTION conveyor_end_attempts(
     p_task_ids bigint[], p_attempts integer[], p_outcomes text[], p_results jsonb[],
     p_errors text[], p_retry_delays double precision[], p_models text[],
@@ -69,7 +80,10 @@ CREATE OR REPLACE FUNCTION conveyor_end_attempts(
     -- (task_attempts.last_call_at, migration 0013).
     p_since_last_call double precision[] DEFAULT NULL
 ) RETURNS TABLE (task_id bigint, attempt integer, applied boolean, status text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off
+SET jit = off
+AS $$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
@@ -84,8 +98,9 @@ BEGIN
              AS o(task_id, attempt, outcome, result, error, retry_delay, model,
                   input_tokens, output_tokens, started_after_s, trace_id, llm_cost,
                   compute_rate, run_id, since_last_call)
-    ), decided AS (
-        SELECT o.*,
+    ), decided AS MATERIALIZED (
+        -- fenced_status: what the task must still be for its outcome to apply (below).
+        SELECT o.*, 'processing'::text AS fenced_status,
                CASE
                    WHEN o.outcome = 'succeeded' THEN 'completed'
                    WHEN o.outcome IN ('throttled', 'released') THEN 'enqueued'
@@ -117,7 +132,10 @@ BEGIN
                                    ELSE t.children_policy END
         FROM decided d
         WHERE t.id = d.task_id
-          AND t.status = 'processing'
+          -- The fence, checked again on the row as locked. 'processing' is decided's column:
+          -- written here as a constant, it matched tasks_processing_idx's predicate, and the
+          -- plan walked every processing task instead of looking up the batch's ids.
+          AND t.status = d.fenced_status
           AND t.attempts = d.attempt
           AND t.waiting_since IS NULL
         RETURNING t.id, t.status, t.priority, t.tenant, t.labels, t.depth, t.root_id
@@ -209,6 +227,10 @@ BEGIN
                            WHERE s.by_id ? o.task_id::text) e ON true
         WHERE a.task_id = o.task_id
           AND a.attempt = o.attempt
+          -- The batch's ids as an index condition too: without it, on statistics that say
+          -- task_attempts is small, the plan read the whole table (or its whole index) into
+          -- a hash join at every finish.
+          AND a.task_id = ANY (p_task_ids)
           AND (e.id IS NOT NULL
                -- Late: the attempt was ended by someone else (sweep, cancel). An attempt
                -- this very outcome ended already (same status, same error: the worker
