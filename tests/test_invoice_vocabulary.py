@@ -168,3 +168,19 @@ def test_a_sum_without_or_with_its_tax_in_any_language() -> None:
         assert found is not None and found[0] == kind, (text, found)
     # In parentheses alone it qualifies a column's header, and labels no sum.
     assert sum_label("(ekskl. mva)") is None
+
+
+def test_an_invoice_word_and_a_date_word_in_either_order() -> None:
+    for text in (
+        "Fakturadato",
+        "Bill date",
+        "Datum faktury",
+        "Fecha de la factura",
+        "Data da fatura",
+        "Date of the invoice",
+        "Document date",
+    ):
+        found = field_label(text)
+        assert found is not None and found[0] == "issue", (text, found)
+    assert field_label("Order date") == ("-date", 10)
+    assert field_label("Due date") == ("due", 8)

@@ -63,6 +63,17 @@ _NUMBERED = [
     _NUMBER_SIGN + r"\s*(?:(?:de|del|della|di|van|of)\s+)?(?:(?:la|het|the)\s+)?" + _DOCUMENT_WORD,
 ]
 
+# Its date the same way: the document's word and a word for "date", in either order
+# ("Rechnungsdatum", "Fakturadato", "Bill date", "Datum faktury", "Fecha de la factura",
+# "Data da fatura", "Date of the invoice").
+_DATE_WORD = r"(?:date|datum|dato|fecha|data|dt\.?)"
+_DATED = [
+    _DOCUMENT_WORD + r"\s*-?\s*" + _DATE_WORD,
+    _DATE_WORD
+    + r"\s*(?:(?:of|de|der|du|des|della|del|da|do|van)\s+)?(?:(?:la|het|the|il)\s+)?"
+    + r"(?:invoice|bill|rechnung|facture|factura|fattura|factuur|faktury?|fatura|receipt|recibo)",
+]
+
 # What a value behind each label is. Kinds starting with "-" are labels that must not be
 # read as their neighbours' (an order date is not the invoice date).
 FIELD_LABELS: dict[str, list[str]] = {
@@ -129,6 +140,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"data\s*wystawienia",
         r"laskun\s*paivamaara",
         r"paivamaara",
+        *_DATED,
     ],
     "date": [r"date", r"datum", r"fecha", r"data", r"dated", r"dato"],
     "due": [
