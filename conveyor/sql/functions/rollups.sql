@@ -158,6 +158,8 @@ CREATE OR REPLACE FUNCTION conveyor_rollup_finished(
 ) RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off
+-- A task's attempts are one or two rows: a plain index scan, not a bitmap built per task.
+SET enable_bitmapscan = off
 SET jit = off
 AS $$
 DECLARE
