@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from itertools import product
 
 from conveyor.agents.invoice_labels import NO_VAT, sum_label
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.invoice_table import find_header
 from conveyor.agents.values import currency_of
+from conveyor.documents.layout import Line
 
 CENT = Decimal("0.01")
 SURE = 0.97
@@ -61,10 +63,11 @@ def candidates(sheet: Sheet) -> list[Amount]:
     found: list[Amount] = []
     for i, line in enumerate(sheet.lines):
         cells = line.cells
-        if find_header(line) is not None:
+        labelled = [sum_label(cell.text) for cell in cells]
+        if not any(labelled) or _is_header(line):
             continue  # "Description | Price | Qty | Subtotal": a column's name, not a sum's
         for c, cell in enumerate(cells):
-            label = sum_label(cell.text)
+            label = labelled[c]
             if not label:
                 continue
             kind, end = label
@@ -110,6 +113,12 @@ def candidates(sheet: Sheet) -> list[Amount]:
             for value, weight in values:
                 found.append(Amount(kind, value, weight * PRIOR[kind], i))
     return found
+
+
+@lru_cache(maxsize=4096)
+def _is_header(line: Line) -> bool:
+    """Whether `line` heads an item table (asked for each reading of the same lines)."""
+    return find_header(line) is not None
 
 
 def _net_tax_gross(row: list[Decimal]) -> tuple[Decimal, Decimal, Decimal] | None:
