@@ -44,6 +44,9 @@ def test_field_labels_of_the_scandinavian_languages_and_portuguese() -> None:
         "Kundenr.:": "-number",
         "Ordrenummer:": "-number",
         "Dato:": "date",
+        "Folio: 1234": "number",
+        "Folio fiscal": "-number",
+        "Número de certificado SAT": "-number",
     }.items():
         found = field_label(text)
         assert found is not None and found[0] == kind, (text, found)

@@ -95,6 +95,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"fattura\s*(?:n°|nº|n\.|no|numero|num)\.?",
         r"faktura\s*(?:nr|no|numer|c|cislo)\.?",
         r"laskun?\s*(?:nro|numero)\.?",
+        # Mexico's and Chile's "Folio" (and "Folio N°") numbers an invoice of its series.
+        r"folio(?:\s*(?:n\s*\.?\s*[o°º]|no|nro)\.?)?",
         *_NUMBERED,
     ],
     # A bare number sign, or a serial's ("Serial No. AA.00001"): the invoice's number
@@ -214,6 +216,10 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"(?:n\s*\.?\s*[o°º]|numero)\s*(?:de\s*|do\s*)?(?:cliente|pedido|encomenda|cuenta|conta)",
         r"(?:kunde|kund|ordre|konto|organisasjons|organisations|bestillings)\s*-?\s*(?:nummer|nr|no)\.?",
         r"(?:org|cvr)\s*\.?\s*-?\s*(?:nummer|nr|no)\.?",
+        # A CFDI's fiscal folio (its UUID) and its certificates' numbers.
+        r"folio\s*fiscal|uuid",
+        r"(?:numero|n\s*\.?\s*[o°º])\s*de\s*(?:serie\s*)?(?:del\s*)?certificado\w*"
+        r"(?:\s*(?:del\s*)?(?:sat|emisor|csd))*",
         r"(?:your|our|votre|notre|ihre|unsere|uw|onze)\s*(?:ref\w*|reference)",
     ],
 }
