@@ -47,8 +47,10 @@ from typing import Any, Self
 import psycopg
 from psycopg.abc import PQGen
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
+from conveyor.db import jsonb
 from conveyor.db.credentials import Credentials, register
 from conveyor.errors import DatabaseUnavailable
 from conveyor.log import fields
@@ -194,6 +196,7 @@ class Database:
             # Read by the pool right after this hook, for this connection's expiry: it is
             # retired (and replaced with fresh credentials) before its token expires.
             self.pool.max_lifetime = min(self.max_lifetime, lifetime)
+        set_json_loads(jsonb.loads, conn)
         # A session setting rather than a startup `options`, which poolers such as
         # PgBouncer refuse.
         await conn.execute(
