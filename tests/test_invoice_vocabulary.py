@@ -187,3 +187,24 @@ def test_an_invoice_word_and_a_date_word_in_either_order() -> None:
         assert found is not None and found[0] == "issue", (text, found)
     assert field_label("Order date") == ("-date", 10)
     assert field_label("Due date") == ("due", 8)
+
+
+def test_a_series_over_its_value_beside_the_number_s_label_prefixes_it() -> None:
+    out = io.BytesIO()
+    page = canvas.Canvas(out, pagesize=(595, 842))
+    page.setFont("Helvetica", 9)
+    for x, y, text in [
+        (40, 40, "Aceros del Norte SA de CV"),
+        (250, 60, "Serie"),
+        (290, 60, "Folio"),
+        (350, 60, "Fecha y hora de emisión"),
+        (250, 72, "A"),
+        (290, 72, "167ABC"),
+        (350, 72, "2017-07-05T09:09:23"),
+    ]:
+        page.drawString(x, 842 - y, text)
+    page.save()
+    result = extract_offline(extract_text(out.getvalue()), "invoice")
+    assert isinstance(result.data, dict)
+    assert result.data["number"] == "A167ABC"
+    assert result.data["issue_date"] == "2017-07-05"

@@ -71,6 +71,22 @@ def _token(text: str) -> str | None:
     return word if " " in word else match.group("n")
 
 
+_SERIES_LABEL = re.compile(r"^series?\s*:?$|^serie\s*:?$")
+_SERIES_VALUE = re.compile(r"^[A-Z0-9]{1,4}$")
+
+
+def _series(sheet: Sheet, index: int, c: int) -> str:
+    """The series a number's label has just before it in a row of labels over their values
+    ("Serie | Folio" over "A | 167ABC"): printed together, series first ("A167ABC")."""
+    label = sheet.lines[index].cells[c - 1]
+    if not _SERIES_LABEL.match(fold(label.text.strip())):
+        return ""
+    for spot in sheet.below(index, label, 1):
+        if _SERIES_VALUE.match(spot.text.strip()):
+            return spot.text.strip()
+    return ""
+
+
 def title_number(text: str) -> tuple[str | None, str]:
     """("R-17", rest) from an invoice title "Handelsrechnung (380) Nr. R-17 vom 1.2.2026"."""
     words = text.split()
@@ -167,6 +183,8 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                 hashed = "#" in cell.text[max(0, label[1] - 1) : label[1] + 2]
                 for spot in sheet.values_of(i, c, label[1], below=1):
                     number = _token(f"#{spot.text}" if hashed and spot.how == "same" else spot.text)
+                    if number and c and spot.how == "below":
+                        number = _series(sheet, i, c) + number
                     if number:
                         sure = SURE if label[0] == "number" else WEAK
                         if label[0] == "weak_number" and _near_title(sheet, i):
