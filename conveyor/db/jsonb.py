@@ -17,11 +17,14 @@ import json
 from json.scanner import make_scanner
 from typing import Any
 
-_scan = make_scanner(json.JSONDecoder())
+# typeshed types make_scanner as the class it is in C, whose constructor takes a decoder.
+_scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
-def loads(data: bytes | bytearray | memoryview) -> Any:
-    text = str(data, "utf-8")
+def loads(data: str | bytes) -> Any:
+    """One JSON text as psycopg hands it over (bytes, or a memoryview of them for jsonb's
+    binary format) to its Python value."""
+    text = data if isinstance(data, str) else str(data, "utf-8")
     try:
         value, end = _scan(text, 0)
     except StopIteration:  # not a value at position 0: let json.loads say what is wrong
