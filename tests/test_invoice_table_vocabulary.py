@@ -61,6 +61,9 @@ def test_column_headers_of_more_languages() -> None:
         "Moms %": "rate",
         "Enhet": "unit",
         "Desconto": "discount",
+        "Name": "description",
+        "Product name": "description",
+        "Count": "quantity",
     }.items():
         assert column_kind(text) == kind, (text, column_kind(text))
 
