@@ -19,6 +19,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow
 
 from conveyor.db.pool import Connection
+from conveyor.queue.literals import number_array, text_array
 from conveyor.queue.records import OUTCOMES, ClaimedTask, FinishResult, Outcome
 from conveyor.sql import queue as Q
 from conveyor.states import TaskStatus
@@ -163,14 +164,23 @@ def storable(outcome: Outcome) -> Outcome:
     return replace(outcome, **changes) if changes else outcome
 
 
-def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
+def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, str]:
+    """The finish's parameters: each of _arrays' columns as an array literal (literals.py
+    says why), which the statement casts to its type."""
     arrays = _arrays(outcomes)
     if not OUTCOMES.issuperset(arrays["outcomes"]):  # a bug of the caller, said clearly
         unknown = sorted(set(map(str, arrays["outcomes"])) - OUTCOMES)
         raise ValueError(f"unknown outcome {unknown}; an outcome is one of {sorted(OUTCOMES)}")
     if _may_hold_nul(arrays):  # rare: only then is each outcome looked at
         arrays = _arrays([storable(o) for o in outcomes])
-    return arrays
+    return {
+        name: text_array(values) if name in _TEXT_COLUMNS else number_array(values)
+        for name, values in arrays.items()
+    }
+
+
+#: The columns of _arrays that hold text (the others hold numbers).
+_TEXT_COLUMNS = frozenset(("outcomes", "results", "errors", "models", "trace_ids", "run_ids"))
 
 
 def _may_hold_nul(arrays: dict[str, list[Any]]) -> bool:
