@@ -13,7 +13,7 @@ import os
 import secrets
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +161,27 @@ async def claim_queue(conn: Any) -> None:
            FROM generate_series(1, 20000) g"""
     )
     await conn.execute("ANALYZE tasks")
+
+
+async def table_reads(conn: Any, action: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+    """What `action` read of tasks and task_attempts on `conn`, nested statements of
+    functions and triggers included, from the connection's statistics of its own
+    transaction (pg_stat_xact_user_tables): {table: {"seq_scan", "seq_tup_read",
+    "idx_tup_fetch"}}. A test of what a plan costs rather than of its shape, so it runs on
+    every server: the embedded one has no auto_explain to show nested plans. The action runs
+    in a transaction that is rolled back."""
+    query = sql.SQL(
+        "SELECT relname, seq_scan, seq_tup_read, coalesce(idx_tup_fetch, 0) AS idx_tup_fetch"
+        " FROM pg_stat_xact_user_tables WHERE relname IN ('tasks', 'task_attempts')"
+    )
+    async with conn.transaction(force_rollback=True):
+        before = {r["relname"]: r for r in await (await conn.execute(query)).fetchall()}
+        await action()
+        after = {r["relname"]: r for r in await (await conn.execute(query)).fetchall()}
+    return {
+        table: {k: after[table][k] - before[table][k] for k in after[table] if k != "relname"}
+        for table in after
+    }
 
 
 async def wait_for(
