@@ -133,6 +133,13 @@ def test_invoice_checks_name_what_disagrees() -> None:
     assert any("due date 2026-02-01 is before the issue date 2026-03-01" in f for f in failed)
 
 
+def test_a_tax_withheld_is_taken_off_the_total_by_the_check() -> None:
+    # good_invoice: 128.50 net + 24.42 tax = 152.92; 19.28 withheld leaves 133.64.
+    assert cross_checks("invoice", good_invoice(withheld="19.28", total="133.64")) == []
+    failed = cross_checks("invoice", good_invoice(withheld="19.28"))
+    assert failed == ["subtotal 128.50 + tax 24.42 - withheld 19.28 = 133.64, not the total 152.92"]
+
+
 def test_invoice_line_arithmetic_is_checked() -> None:
     items = [{"description": "x", "quantity": "2", "unit_price": "5.00", "amount": "11.00"}]
     failed = cross_checks("invoice", good_invoice(line_items=items, subtotal="11.00"))

@@ -98,6 +98,7 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
         line_items=items,
         subtotal=sums.net,
         tax=sums.tax,
+        withheld=sums.withheld,
         total=sums.gross,
     )
     return invoice, fields

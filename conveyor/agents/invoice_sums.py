@@ -139,6 +139,7 @@ class Sums:
     tax: Decimal | None
     gross: Decimal | None
     conf: dict[str, float]
+    withheld: Decimal | None = None  # taken off the total after the tax: net + tax - withheld
 
 
 def _best(amounts: list[Amount], kind: str) -> list[Amount]:
@@ -215,6 +216,9 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
             conf[name] = WEAK if not rivals else GUESS
     if result.tax is None and agree:
         conf["tax"] = LIKELY  # nothing is missing from the total: no tax is charged
+    if agree and held:
+        result.withheld = held  # the sums add up only with it taken off
+        conf["withheld"] = min(conf["total"], LIKELY)
     if agree and extra and result.net is not None:
         # The net is the invoice's total without VAT (EN 16931 BT-109): its charges
         # added, its discounts taken off, as the total has them.

@@ -149,6 +149,11 @@ class Invoice(_Model):
     line_items: list[LineItem] = Field(default_factory=list)
     subtotal: Money | None = None
     tax: Money | None = Field(default=None, description="total tax; null if the invoice shows none")
+    withheld: Money | None = Field(
+        default=None,
+        description="tax withheld by the buyer and taken off the total (withholding tax,"
+        " retención, ritenuta d'acconto); null if none",
+    )
     total: Money | None = None
 
 
@@ -271,9 +276,14 @@ def _invoice_checks(inv: Invoice) -> list[str]:
     base = inv.subtotal if inv.subtotal is not None else (lines_sum if amounts else None)
     if base is not None and inv.total is not None:
         tax = inv.tax if inv.tax is not None else Decimal(0)
-        if not _close(base + tax, inv.total):
+        # A tax withheld (the buyer pays it to the tax office) is no part of the total.
+        held = inv.withheld if inv.withheld is not None else Decimal(0)
+        if not _close(base + tax - held, inv.total):
             what = "subtotal" if inv.subtotal is not None else "line items"
-            failed.append(f"{what} {base} + tax {tax} = {base + tax}, not the total {inv.total}")
+            less = f" - withheld {held}" if held else ""
+            failed.append(
+                f"{what} {base} + tax {tax}{less} = {base + tax - held}, not the total {inv.total}"
+            )
     if inv.issue_date and inv.due_date and inv.due_date < inv.issue_date:
         failed.append(f"due date {inv.due_date} is before the issue date {inv.issue_date}")
     return failed
