@@ -1,14 +1,21 @@
-"""What pricing compute time costs the hot path: the finish statement with and without it.
+"""What a finish costs the server: conveyor_end_attempts() at one commit against the working tree's.
 
-    python benchmarks/finish_cost.py [--server URL] [--rounds 200] [--before COMMIT]
+    python benchmarks/finish_cost.py [--server URL] [--before HEAD] [--sizes 1,16,150]
+        [--blocks 8] [--rounds 12]
 
-`attempts_finish` now also writes `compute_cost_usd` (wall time x the agent's rate, read
-from the agents row). This times that statement against its text at `--before` (the
-commit before the change) on the same schema, interleaved round by round, for the batch
-sizes a worker writes: 1 outcome (an idle worker) and 16 (one exchange at concurrency 16).
-Each round enqueues and claims fresh tasks, then times only the finish, in its own
-transaction, from the client (a local server: the round trip is part of it). Medians and
-the 10th-90th percentile spread.
+The finish is the function in conveyor/sql/functions/attempts.sql. This applies its text
+at `--before` and the working tree's in turn to one scratch database (a deep table: 20,000
+tasks finished, then analysed), and times finishes of each batch size a worker writes: 1
+outcome (an idle worker, or any worker between bursts), 16 (one exchange at concurrency
+16), 150 (a busy worker's batch). Each block runs on a new connection, whose plan cache
+starts empty as a worker's does; its first rounds are left out, so that the plan cache has
+made its choice between a custom and the generic plan (after five calls). Each round
+enqueues and claims fresh tasks, then finishes them in a transaction of its own.
+
+Times are the server's, from pg_stat_xact_user_functions (track_functions): `self` is the
+function's own statements (planning included), `total` adds the triggers they fire (the
+rollups, NOTIFY). Medians and the 10th-90th percentile spread; the two texts alternate
+block by block, so that the machine's load falls on both.
 """
 
 from __future__ import annotations
@@ -16,13 +23,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import secrets
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -34,72 +40,103 @@ from scratch import fresh_database  # noqa: E402
 from conveyor import queue  # noqa: E402
 from conveyor.db.migrate import migrate  # noqa: E402
 from conveyor.queue import AgentRegistration, NewTask, Outcome  # noqa: E402
-from conveyor.sql import queue as Q  # noqa: E402
 
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
-BEFORE = "3577587"  # the last commit before compute cost in the finish
+FUNCTION_FILE = "conveyor/sql/functions/attempts.sql"
+DEEP = 20_000
+WARM_UP = 6  # rounds of a block left out: the plan cache's five custom plans, and one
+
+TIMES = """
+SELECT coalesce(sum(self_time), 0) AS self, coalesce(sum(total_time), 0) AS total
+FROM pg_stat_xact_user_functions WHERE funcname = 'conveyor_end_attempts'
+"""
 
 
-def statement_at(commit: str, name: str) -> str:
-    text = subprocess.run(
-        ["git", "show", f"{commit}:conveyor/sql/queue.sql"],
+def text_at(commit: str) -> str:
+    return subprocess.run(
+        ["git", "show", f"{commit}:{FUNCTION_FILE}"],
         cwd=HERE.parent,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    parts = re.split(r"^-- name: (\w+)\s*$", text, flags=re.MULTILINE)
-    return dict(zip(parts[1::2], parts[2::2], strict=True))[name].strip().rstrip(";")
 
 
-async def one_round(conn: psycopg.AsyncConnection, statement: str, batch: int) -> float:
+async def server_times(conn: psycopg.AsyncConnection[Any]) -> tuple[float, float]:
+    row = await (await conn.execute(TIMES)).fetchone()
+    assert row is not None
+    return row["self"], row["total"]
+
+
+async def one_round(conn: psycopg.AsyncConnection[Any], batch: int) -> tuple[float, float]:
+    """Server milliseconds (self, total) of one finish of `batch` fresh outcomes."""
     await queue.enqueue_many(conn, [NewTask("noop") for _ in range(batch)], known_agents={"noop"})
     claimed = await queue.claim(conn, worker_id="bench", agents=["noop"], limit=batch)
     outcomes = [Outcome(c.id, c.attempt, "succeeded", result="1") for c in claimed]
-    params = queue._outcome_arrays(outcomes)
     async with conn.transaction():
-        start = time.perf_counter()
-        await conn.execute(statement, params)  # type: ignore[arg-type]
-        elapsed = time.perf_counter() - start
-    return elapsed * 1000
+        self_before, total_before = await server_times(conn)
+        await queue.finish(conn, outcomes)
+        self_after, total_after = await server_times(conn)
+    return self_after - self_before, total_after - total_before
 
 
-async def run(server: str, rounds: int, before: str, without_triggers: bool) -> None:
+async def deep_table(conn: psycopg.AsyncConnection[Any]) -> None:
+    await queue.register_agents(conn, [AgentRegistration("noop", compute_usd_per_hour=0.1)])
+    for _ in range(DEEP // 2_000):
+        await queue.enqueue_many(
+            conn, [NewTask("noop") for _ in range(2_000)], known_agents={"noop"}
+        )
+        claimed = await queue.claim(conn, worker_id="bench", agents=["noop"], limit=2_000)
+        await queue.finish(conn, [Outcome(c.id, c.attempt, "succeeded") for c in claimed])
+    await conn.execute("ANALYZE")
+
+
+def spread(samples: list[float]) -> str:
+    deciles = statistics.quantiles(samples, n=10)
+    return f"{statistics.median(samples):7.3f} ({deciles[0]:.3f}-{deciles[-1]:.3f})"
+
+
+async def run(server: str, before: str, sizes: list[int], blocks: int, rounds: int) -> None:
+    texts = {before: text_at(before), "tree": (HERE.parent / FUNCTION_FILE).read_text()}
     with fresh_database(server, f"bench_finish_{secrets.token_hex(4)}") as url:
-        async with await psycopg.AsyncConnection.connect(
-            url, autocommit=True, row_factory=dict_row
-        ) as conn:
+
+        async def connect() -> psycopg.AsyncConnection[Any]:
+            conn = await psycopg.AsyncConnection.connect(url, autocommit=True, row_factory=dict_row)
+            await conn.execute("SET track_functions = 'pl'")
+            return conn
+
+        async with await connect() as conn:
             await migrate(conn)
-            await queue.register_agents(conn, [AgentRegistration("noop", compute_usd_per_hour=0.1)])
-            if without_triggers:
-                # Isolates the statement from the work the triggers on tasks and
-                # task_attempts do after it (NOTIFY, metrics rollups).
-                await conn.execute("ALTER TABLE tasks DISABLE TRIGGER USER")
-                await conn.execute("ALTER TABLE task_attempts DISABLE TRIGGER USER")
-            variants = {"before": statement_at(before, "attempts_finish"), "now": Q.attempts_finish}
-            for batch in (1, 16):
-                times: dict[str, list[float]] = {k: [] for k in variants}
-                for r in range(rounds):
-                    order = list(variants) if r % 2 == 0 else list(reversed(variants))
-                    for key in order:
-                        times[key].append(await one_round(conn, variants[key], batch))
-                for key, samples in times.items():
-                    deciles = statistics.quantiles(samples, n=10)
-                    print(
-                        f"batch {batch:2d} {key:6s}: median {statistics.median(samples):.3f} ms "
-                        f"(p10 {deciles[0]:.3f}, p90 {deciles[-1]:.3f}) over {rounds} rounds"
-                    )
+            await deep_table(conn)
+        for size in sizes:
+            times: dict[str, list[tuple[float, float]]] = {k: [] for k in texts}
+            for block in range(blocks):
+                label = list(texts)[block % 2]
+                async with await connect() as conn:
+                    await conn.execute(texts[label])
+                async with await connect() as conn:
+                    for r in range(WARM_UP + rounds):
+                        sample = await one_round(conn, size)
+                        if r >= WARM_UP:
+                            times[label].append(sample)
+            for label, samples in times.items():
+                print(
+                    f"batch {size:3d} {label:>8s}: server ms self {spread([s for s, _ in samples])}"
+                    f"  total {spread([t for _, t in samples])}  ({len(samples)} rounds)"
+                )
     print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", default=os.environ.get("BENCH_SERVER_URL", DEFAULT_SERVER))
-    parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--before", default=BEFORE, help=f"commit to compare with ({BEFORE})")
-    parser.add_argument("--without-triggers", action="store_true", help="time the statement alone")
+    parser.add_argument("--before", default="HEAD", help="commit to compare with (HEAD)")
+    parser.add_argument("--sizes", default="1,16,150", help="batch sizes (1,16,150)")
+    parser.add_argument("--blocks", type=int, default=8, help="blocks, alternating texts")
+    parser.add_argument("--rounds", type=int, default=12, help="counted rounds per block")
     args = parser.parse_args()
-    asyncio.run(run(args.server, args.rounds, args.before, args.without_triggers))
+    sizes = [int(s) for s in args.sizes.split(",")]
+    asyncio.run(run(args.server, args.before, sizes, args.blocks, args.rounds))
 
 
 if __name__ == "__main__":

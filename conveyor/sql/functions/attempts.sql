@@ -68,6 +68,15 @@ $$;
 -- plan costed with a disabled scan would look worth compiling), the attempts looked up by
 -- the batch's task ids (`attempt_rows`), and the fence's status a column of `decided`, not
 -- a constant, so that no partial index on status matches it (`ended`).
+--
+-- One plan for every call (plan_cache_mode = force_generic_plan): the plan cache weighs a
+-- custom plan, costed for the batch in hand, against the generic one, costed for a guessed
+-- ten outcomes, and for a finish of one or a few the custom plan always looked cheaper, so
+-- an idle worker's finish was planned again at every call: 1.1 ms of server time for one
+-- outcome, 0.36 ms from the kept plan. Since every row is found by its key (above), the
+-- generic plan is the same nested loop of key lookups at 1 and at 500 outcomes; a custom
+-- plan for a big batch on stale statistics was the risk instead (hash joins over all of
+-- tasks_pkey). tests/test_finish_plan.py checks both.
 CREATE OR REPLACE FUNCTION conveyor_end_attempts(
     p_task_ids bigint[], p_attempts integer[], p_outcomes text[], p_results jsonb[],
     p_errors text[], p_retry_delays double precision[], p_models text[],
@@ -83,6 +92,7 @@ CREATE OR REPLACE FUNCTION conveyor_end_attempts(
 LANGUAGE plpgsql
 SET enable_seqscan = off
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
