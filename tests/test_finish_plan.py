@@ -85,10 +85,12 @@ async def test_a_finish_of_one_outcome_is_not_planned_again_at_every_call(
 
 
 async def test_the_finish_reads_only_its_batch_at_every_size(conn: Any) -> None:
-    """The one plan, made at the first call (a finish of one), reads the batch's rows by
-    their keys at 1, 16, 150 and 500 outcomes: no sequential scan, index fetches bounded
-    by the batch (a few per outcome: the update, its triggers, the rollups), not by the
-    2,000 tasks processing nor by the table."""
+    """The one plan reads the batch's rows by their keys at 1, 16, 150 and 500 outcomes,
+    on statistics that say the queue is empty, with 2,000 tasks processing behind 2,000
+    completed: no sequential scan, index fetches bounded by the batch (a few per outcome:
+    the update, its triggers, the rollups), not by the tasks processing nor by the table.
+    The old text's custom plan for 500 on these statistics hash-joined the batch to a scan
+    of all of tasks_pkey (twice)."""
     claimed = await processing(conn, 2_000, completed=2_000, analyse="start")
     start = 0
     for size in (1, 16, 150, 500):
