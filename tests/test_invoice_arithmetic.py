@@ -160,3 +160,40 @@ def test_a_net_and_its_tax_with_no_total_printed_make_it_at_a_guess() -> None:
     assert (data["subtotal"], data["tax"], data["total"]) == ("200.00", "36.00", "236.00")
     assert data["currency"] == "PEN"
     assert fields["total"] < 0.9
+
+
+def test_a_lone_netto_or_brutto_qualifies_the_words_before_it() -> None:
+    """Totals printed as "<label> | netto | <amount>" in three columns, followed by a paid
+    amount, a rounding and the amount due, and a VAT breakdown whose rows add up by
+    themselves: the document's sums are the labelled ones, not a breakdown row or the
+    rounding that happens to make one."""
+    rows = [
+        ("Summe aller Positionen", "netto", "2.000,00"),
+        ("Gesamtsumme", "netto", "2.000,00"),
+        ("Summe Umsatzsteuer", "", "380,00"),
+        ("Gesamtsumme", "brutto", "2.380,00"),
+        ("Gezahlter Betrag", "brutto", "100,00"),
+        ("Rundungsbetrag", "brutto", "0,00"),
+        ("Fälliger Betrag", "brutto", "2.280,00"),
+        ("Aufschlüsselung der Umsatzsteuer", "", ""),
+        ("Gesamtsumme", "netto", "300,00"),
+        ("Umsatzsteuerbetrag", "", "-57,00"),
+    ]
+    draw: Draw = [
+        (40, 40, "Werkstatt Nord GmbH"),
+        (40, 52, "Hauptstraße 5, 20095 Hamburg"),
+        (380, 40, "RECHNUNG"),
+        (380, 60, "Rechnungsnummer:"),
+        (470, 60, "R-2024-117"),
+        (380, 72, "Rechnungsdatum:"),
+        (470, 72, "03.04.2024"),
+    ]
+    for n, (label, qualifier, amount) in enumerate(rows):
+        y = 200 + 14 * n
+        draw += [(300, y, label), (420, y, qualifier), (480, y, amount)]
+    data, _ = read([d for d in draw if d[2]])
+    assert (data["subtotal"], data["tax"], data["total"]) == ("2000.00", "380.00", "2380.00")
+    assert sum_label("Gezahlter Betrag brutto") == ("-sum", 16)
+    assert sum_label("Rundungsbetrag brutto")[0] == "-sum"  # type: ignore[index]
+    assert sum_label("Fälliger Betrag brutto")[0] == "due"  # type: ignore[index]
+    assert sum_label("Summe MwSt.")[0] == sum_label("Totale IVA")[0] == "tax"  # type: ignore[index]

@@ -230,7 +230,7 @@ FIELD_LABELS: dict[str, list[str]] = {
 # "Total (inkl. moms)"); the sum's word may be left out ("Excl. VAT", "zzgl."-less "inkl.
 # USt."). One pattern for all their combinations, beside the fixed phrases below.
 _SUM_WORD = (
-    r"(?:total[et]?|totaal|summe|summa|sum|betrag|bedrag|montant|importe|importo|valor|"
+    r"(?:total[et]?|totaal|summe|summa|sum|somme|betrag|bedrag|montant|importe|importo|valor|"
     r"belop[p]?|belob|amount|gesamt\w*|kwota|wartosc|razem|celkem)"
 )
 _WITHOUT = (
@@ -259,7 +259,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"netto\s*-?\s*(?:betrag|summe|gesamt|rechnungsbetrag)?",
         r"nettobetrag",
         r"summe\s*netto",
-        r"gesamt\s*-?\s*(?:betrag\s*)?netto",
+        r"gesamt\s*-?\s*(?:betrag\s*|summe\s*)?netto",
         r"rechnungssumme\s*ohne\s*(?:ust|mwst|umsatzsteuer)\.?",
         r"(?:gesamt)?summe\s*(?:ohne|exkl\.?|excl\.?)\s*(?:ust|mwst)\.?",
         r"zwischensumme(?:\s*\(?netto\)?)?",
@@ -289,11 +289,14 @@ SUM_LABELS: dict[str, list[str]] = {
     ],
     "lines": [
         r"positionssumme",
-        r"summe\s*(?:der\s*)?positionen",
+        r"summe\s*(?:der\s*|aller\s*)?positionen(?:\s*netto)?",
         r"line\s*total",
         r"total\s*(?:of\s*)?(?:items|lines)",
     ],
     "tax": [
+        # A sum's word straight before the tax's is the tax's total in every language, as
+        # "Total VAT" is: "Summe Umsatzsteuer", "Summe MwSt.", "Totale IVA", "Somme TVA".
+        rf"{_SUM_WORD}\s*(?:der\s*|de\s*(?:la\s*)?|del\s*)?{_TAX_WORD}",
         r"(?:total\s*)?(?:sales\s*)?tax(?:es)?(?:\s*(?:total|amount))?",
         r"vat(?:\s*(?:total|amount))?",
         r"total\s*(?:vat|tax|taxes|tva|iva|gst)",
@@ -366,6 +369,7 @@ SUM_LABELS: dict[str, list[str]] = {
     ],
     "due": [
         r"amount\s*due",
+        r"fallige[rns]?\s*(?:betrag|summe)(?:\s*brutto)?",
         r"total\s*amount\s*due",
         r"balance\s*due",
         r"total\s*due",
@@ -444,6 +448,10 @@ SUM_LABELS: dict[str, list[str]] = {
         r"prepaid|prepayment",
         r"already\s*paid",
         r"(?:erhaltene\s*)?anzahlung\w*",
+        r"gezahlte[rn]?\s*betrag|bereits\s*(?:gezahlt|bezahlt)\w*",
+        # A rounding is neither a sum nor its part; an allowance's or a charge's base
+        # amount is what it is reckoned on.
+        r"rundung\w*|rounding(?:\s*(?:amount|difference))?|arrondi\w*|grundbetrag",
         r"offene\s*zahlungen",
         r"acompte",
         r"deja\s*paye",

@@ -21,7 +21,7 @@ from conveyor.agents.invoice_labels import NO_VAT, sum_label
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.invoice_table import find_header
 from conveyor.agents.values import currency_of
-from conveyor.documents.layout import Line
+from conveyor.documents.layout import Cell, Line
 
 CENT = Decimal("0.01")
 SURE = 0.97
@@ -62,7 +62,7 @@ class Amount:
 def candidates(sheet: Sheet) -> list[Amount]:
     found: list[Amount] = []
     for i, line in enumerate(sheet.lines):
-        cells = line.cells
+        cells = _qualified(sheet, line.cells)
         labelled = [sum_label(cell.text) for cell in cells]
         if not any(labelled) or _is_header(line):
             continue  # "Description | Price | Qty | Subtotal": a column's name, not a sum's
@@ -113,6 +113,26 @@ def candidates(sheet: Sheet) -> list[Amount]:
             for value, weight in values:
                 found.append(Amount(kind, value, weight * PRIOR[kind], i))
     return found
+
+
+# "netto" / "brutto" / "net" / "gross" set apart from the words before it: what it qualifies.
+_QUALIFIER_WORD = re.compile(r"(?:netto|brutto|net|gross|nett)\.?", re.IGNORECASE)
+
+
+def _qualified(sheet: Sheet, cells: tuple[Cell, ...]) -> tuple[Cell, ...]:
+    """The cells of a line with a lone "netto" or "brutto" joined to the words before it, as
+    one label: "Gezahlter Betrag | brutto | 500,00" is a paid amount, "Gesamtsumme | netto"
+    the net, not a gross sum and a net of their own."""
+    if len(cells) < 2 or not any(_QUALIFIER_WORD.fullmatch(c.text) for c in cells[1:]):
+        return cells
+    joined: list[Cell] = [cells[0]]
+    for cell in cells[1:]:
+        before = joined[-1]
+        if _QUALIFIER_WORD.fullmatch(cell.text) and sheet.amount(before.text) is None:
+            joined[-1] = Cell(before.words + cell.words)
+        else:
+            joined.append(cell)
+    return tuple(joined)
 
 
 @lru_cache(maxsize=4096)
