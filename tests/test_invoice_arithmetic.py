@@ -4,25 +4,12 @@ is a snippet drawn here."""
 
 from __future__ import annotations
 
-import io
-
-from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
-
 from conveyor.agents.invoice_labels import sum_label
-from conveyor.agents.offline import extract_offline
-from conveyor.documents.text import extract_text
-
-Draw = list[tuple[float, float, str]]
+from tests.snippets import Draw, extraction
 
 
 def read(draw: Draw) -> tuple[dict[str, object], dict[str, float]]:
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    page.setFont("Helvetica", 9)
-    for x, y, text in draw:
-        page.drawString(x, 842 - y, text)
-    page.save()
-    result = extract_offline(extract_text(out.getvalue()), "invoice")
+    result = extraction(draw)
     assert isinstance(result.data, dict)
     return result.data, result.fields
 

@@ -4,26 +4,13 @@ krone of the country named; the sol's "S/". Each invoice is a snippet drawn here
 
 from __future__ import annotations
 
-import io
-
-from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
-
 from conveyor.agents.invoice_fields import _vat_id_currency
-from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currency_of, sign_currencies
-from conveyor.documents.text import extract_text
-
-Draw = list[tuple[float, float, str]]
+from tests.snippets import Draw, extraction
 
 
 def read(draw: Draw) -> tuple[dict[str, object], dict[str, float]]:
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    page.setFont("Helvetica", 9)
-    for x, y, text in draw:
-        page.drawString(x, 842 - y, text)
-    page.save()
-    result = extract_offline(extract_text(out.getvalue()), "invoice")
+    result = extraction(draw)
     assert isinstance(result.data, dict)
     return result.data, result.fields
 

@@ -5,35 +5,18 @@ must add up. Each is a tiny PDF (reportlab) read the way a worker reads it."""
 from __future__ import annotations
 
 import datetime
-import io
 from decimal import Decimal
 
 from reportlab.pdfbase.pdfmetrics import stringWidth  # type: ignore[import-untyped]
-from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_labels import field_label, fold, sum_label
-from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currency_of, dates_in, number_styles
 from conveyor.documents.text import extract_text
-
-Draw = list[tuple[float, float, str] | tuple[float, float, str, float]]
-
-
-def pdf(draw: Draw) -> bytes:
-    """An A4 page with each text at (x, y from the top[, font size])."""
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    for item in draw:
-        x, y, text = item[0], item[1], item[2]
-        size = item[3] if len(item) > 3 else 9
-        page.setFont("Helvetica", size)
-        page.drawString(x, 842 - y, text)
-    page.save()
-    return out.getvalue()
+from tests.snippets import Draw, extraction, pdf
 
 
 def read(draw: Draw) -> dict[str, object]:
-    result = extract_offline(extract_text(pdf(draw)), "invoice")
+    result = extraction(draw)
     return {"data": result.data, "fields": result.fields, "confidence": result.confidence}
 
 
@@ -245,7 +228,7 @@ def test_spanish_and_italian_invoices() -> None:
 def test_right_invoices_are_trusted_and_a_broken_sum_is_not() -> None:
     assert read(FR)["confidence"] >= 0.9  # type: ignore[operator]
     broken = [(x, y, t.replace("1 608,00", "1 708,00"), *rest) for x, y, t, *rest in FR]
-    got = read(broken)  # type: ignore[arg-type]
+    got = read(broken)
     assert got["confidence"] < 0.9  # type: ignore[operator]
 
 
@@ -383,7 +366,7 @@ def test_two_vat_rates_without_a_tax_total_add_up() -> None:
 
 def test_no_currency_printed_is_the_address_country_s_at_a_guess() -> None:
     plain = [(x, y, t.replace("$", ""), *rest) for x, y, t, *rest in US]
-    got = read(plain)  # type: ignore[arg-type]
+    got = read(plain)
     data, fields = got["data"], got["fields"]
     assert isinstance(data, dict) and isinstance(fields, dict)
     assert data["currency"] == "USD" and fields["currency"] < 0.9  # "Seattle, WA 98101"
@@ -602,7 +585,7 @@ def test_names_are_not_legal_forms_alone_nor_headings() -> None:
 def test_no_field_of_an_invoice_whose_sums_do_not_add_up_is_trusted() -> None:
     assert max(read(FR)["fields"].values()) >= 0.9  # type: ignore[attr-defined]
     broken = [(x, y, t.replace("1 608,00", "1 708,00"), *rest) for x, y, t, *rest in FR]
-    fields = read(broken)["fields"]  # type: ignore[arg-type]
+    fields = read(broken)["fields"]
     assert isinstance(fields, dict) and max(fields.values()) < 0.9
 
 
@@ -1226,15 +1209,7 @@ def test_a_table_over_two_pages_keeps_its_footer_and_page_numbers_out_of_the_row
         (360, 138, "Total TTC"),
         (520, 138, "2 940,00 €"),
     ]
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    for draw in (first, second):
-        for x, y, text, *_ in draw:
-            page.setFont("Helvetica", 9)
-            page.drawString(x, 842 - y, text)
-        page.showPage()
-    page.save()
-    data = extract_offline(extract_text(out.getvalue()), "invoice").data
+    data = extraction(first, second).data
     items = data["line_items"]
     assert [item["description"] for item in items] == ["Maintenance", "Création du site"]
     assert [item["amount"] for item in items] == ["450.00", "2000.00"]

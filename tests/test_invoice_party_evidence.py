@@ -4,32 +4,12 @@ snippet drawn here."""
 
 from __future__ import annotations
 
-import io
-
-from reportlab.pdfbase.pdfmetrics import stringWidth  # type: ignore[import-untyped]
-from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
-
 from conveyor.agents.invoice_marks import not_a_name
-from conveyor.agents.offline import extract_offline
-from conveyor.documents.text import extract_text
-
-# (x, y, text[, "right"]): a text drawn from x, or ending at x when flush right.
-Draw = list[tuple[float, float, str] | tuple[float, float, str, str]]
+from tests.snippets import Draw, invoice_data
 
 
 def read(draw: Draw) -> dict[str, object]:
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    page.setFont("Helvetica", 9)
-    for item in draw:
-        x, y, text = item[0], item[1], item[2]
-        if len(item) > 3:
-            x -= stringWidth(text, "Helvetica", 9)
-        page.drawString(x, 842 - y, text)
-    page.save()
-    data = extract_offline(extract_text(out.getvalue()), "invoice").data
-    assert isinstance(data, dict)
-    return data
+    return invoice_data(draw)
 
 
 def test_a_code_in_groups_of_digits_is_no_name() -> None:

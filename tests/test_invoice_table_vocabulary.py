@@ -4,40 +4,22 @@ table is a snippet drawn here."""
 
 from __future__ import annotations
 
-import io
-
-from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
-
 from conveyor.agents.invoice_columns import column_kind
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.invoice_table import read_items
-from conveyor.agents.offline import extract_offline
 from conveyor.documents.text import extract_text
-
-Draw = list[tuple[float, float, str]]
+from tests.snippets import Draw, invoice_data, pdf
 
 
 def items(draw: Draw) -> list[dict[str, object]]:
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    page.setFont("Helvetica", 9)
-    for x, y, text in draw:
-        page.drawString(x, 842 - y, text)
-    page.save()
-    data = extract_offline(extract_text(out.getvalue()), "invoice").data
-    assert isinstance(data, dict)
-    return list(data["line_items"])
+    lines = invoice_data(draw)["line_items"]
+    assert isinstance(lines, list)
+    return lines
 
 
 def table(draw: Draw) -> list[dict[str, object]]:
     """The item table alone, as invoice_table reads it (no other field to decide)."""
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    page.setFont("Helvetica", 9)
-    for x, y, text in draw:
-        page.drawString(x, 842 - y, text)
-    page.save()
-    rows, _, _ = read_items(Sheet.of(extract_text(out.getvalue())))
+    rows, _, _ = read_items(Sheet.of(extract_text(pdf(draw))))
     return [row.model_dump(mode="json") for row in rows]
 
 

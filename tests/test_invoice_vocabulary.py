@@ -4,10 +4,7 @@ Latin American Spanish words for the fields and sums, read on snippets written h
 from __future__ import annotations
 
 import datetime
-import io
 from decimal import Decimal
-
-from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_labels import (
     NO_VAT,
@@ -18,9 +15,8 @@ from conveyor.agents.invoice_labels import (
     party_heading,
     sum_label,
 )
-from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, dates_in, month_number
-from conveyor.documents.text import extract_text
+from tests.snippets import extraction
 
 
 def test_field_labels_of_the_scandinavian_languages_and_portuguese() -> None:
@@ -103,21 +99,17 @@ def test_month_names_of_more_languages_and_an_iso_date_with_its_time() -> None:
 
 
 def test_a_number_alone_under_the_title_past_a_labelled_line() -> None:
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    for x, y, text, size in [
-        (40, 40, "Taller Norte SAC", 9),
-        (400, 60, "FACTURA", 14),
-        (385, 80, "E L E C T R Ó N I C A", 9),
-        (385, 100, "R.U.C.: 20123456789", 9),
-        (40, 104, "Dirección: Av Italia 232, Lima", 9),
-        (400, 120, "F001-123", 12),
-        (40, 160, "Fecha Emisión: 21/01/2018", 9),
-    ]:
-        page.setFont("Helvetica", size)
-        page.drawString(x, 842 - y, text)
-    page.save()
-    result = extract_offline(extract_text(out.getvalue()), "invoice")
+    result = extraction(
+        [
+            (40, 40, "Taller Norte SAC"),
+            (400, 60, "FACTURA", 14),
+            (385, 80, "E L E C T R Ó N I C A"),
+            (385, 100, "R.U.C.: 20123456789"),
+            (40, 104, "Dirección: Av Italia 232, Lima"),
+            (400, 120, "F001-123", 12),
+            (40, 160, "Fecha Emisión: 21/01/2018"),
+        ]
+    )
     assert isinstance(result.data, dict)
     assert result.data["number"] == "F001-123"
     assert result.fields["number"] < 0.9  # a guess short of a labelled number
@@ -190,21 +182,17 @@ def test_an_invoice_word_and_a_date_word_in_either_order() -> None:
 
 
 def test_a_series_over_its_value_beside_the_number_s_label_prefixes_it() -> None:
-    out = io.BytesIO()
-    page = canvas.Canvas(out, pagesize=(595, 842))
-    page.setFont("Helvetica", 9)
-    for x, y, text in [
-        (40, 40, "Aceros del Norte SA de CV"),
-        (250, 60, "Serie"),
-        (290, 60, "Folio"),
-        (350, 60, "Fecha y hora de emisión"),
-        (250, 72, "A"),
-        (290, 72, "167ABC"),
-        (350, 72, "2017-07-05T09:09:23"),
-    ]:
-        page.drawString(x, 842 - y, text)
-    page.save()
-    result = extract_offline(extract_text(out.getvalue()), "invoice")
+    result = extraction(
+        [
+            (40, 40, "Aceros del Norte SA de CV"),
+            (250, 60, "Serie"),
+            (290, 60, "Folio"),
+            (350, 60, "Fecha y hora de emisión"),
+            (250, 72, "A"),
+            (290, 72, "167ABC"),
+            (350, 72, "2017-07-05T09:09:23"),
+        ]
+    )
     assert isinstance(result.data, dict)
     assert result.data["number"] == "A167ABC"
     assert result.data["issue_date"] == "2017-07-05"
