@@ -73,9 +73,8 @@ async def finish_and_claim(
             conn, worker_id=worker_id, agents=agents, limit=limit, limited_limit=limited_limit
         )
     async with conn.pipeline(), conn.transaction():
-        finish_cur = claim_cur = None
-        if outcomes:
-            finish_cur = await conn.execute(Q.attempts_finish, _outcome_arrays(outcomes))
+        finish_cur = await conn.execute(Q.attempts_finish, _outcome_arrays(outcomes))
+        claim_cur = None
         if limit > 0:
             # The planner's row estimates for a queue table are often stale: a burst of
             # inserts lands between two autovacuum analyses, the estimate for status =
@@ -86,16 +85,10 @@ async def finish_and_claim(
             # And the claim runs from the plan cached for its text (planner_index_only).
             await conn.execute(Q.planner_index_only)
             claim_cur = await conn.execute(
-                claim_statement(limit),
-                {
-                    "worker_id": worker_id,
-                    "agents": sorted(agents),  # the order agent rows are locked in
-                    "limited_limit": limit if limited_limit is None else limited_limit,
-                },
+                claim_statement(limit), _claim_params(worker_id, agents, limit, limited_limit)
             )
     finished = [
-        FinishResult(r["task_id"], r["attempt"], r["applied"])
-        for r in (await finish_cur.fetchall() if finish_cur else ())
+        FinishResult(r["task_id"], r["attempt"], r["applied"]) for r in await finish_cur.fetchall()
     ]
     claimed = [_claimed(r) for r in (await claim_cur.fetchall() if claim_cur else ())]
     return finished, claimed
@@ -111,18 +104,24 @@ async def claim_alone(
 ) -> list[ClaimedTask]:
     """The claim as one statement, conveyor_claim() (conveyor/sql/functions/claim.sql):
     the claim of finish_and_claim's transaction, its settings and plan its own."""
-    params = {
-        "worker_id": worker_id,
-        "agents": sorted(agents),  # the order agent rows are locked in
-        "limit": limit,
-        "limited_limit": limit if limited_limit is None else limited_limit,
-    }
+    params = {**_claim_params(worker_id, agents, limit, limited_limit), "limit": limit}
     if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
         cur = await conn.execute(Q.tasks_claim_alone, params)  # its own transaction
     else:  # a caller's transaction, or a connection that would leave one open
         async with conn.transaction():
             cur = await conn.execute(Q.tasks_claim_alone, params)
     return [_claimed(r) for r in await cur.fetchall()]
+
+
+def _claim_params(
+    worker_id: str, agents: Sequence[str], limit: int, limited_limit: int | None
+) -> dict[str, Any]:
+    """The parameters both claims take (the busy claim has its limit in its text)."""
+    return {
+        "worker_id": worker_id,
+        "agents": sorted(agents),  # the order agent rows are locked in
+        "limited_limit": limit if limited_limit is None else limited_limit,
+    }
 
 
 @functools.cache
