@@ -74,18 +74,24 @@ async def test_the_whole_generic_plan_of_the_claim_walks_indexes(conn: Any) -> N
     _assert_index_walks(await explain_prepared_claim(conn))
 
 
-async def test_a_plan_made_on_an_empty_queue_still_walks_indexes(conn: Any) -> None:
-    """A worker that starts on an empty queue makes its plan from statistics that say so,
-    and keeps it while the queue fills (nothing invalidates it before the next ANALYZE)."""
+async def planned_empty_then_filled(conn: Any, claiming: Any) -> None:
+    """`claiming` run past its five custom plans on an empty queue's statistics, then 20,000
+    tasks enqueued (nothing invalidates a plan before the next ANALYZE)."""
     await conn.execute("INSERT INTO agents (name) VALUES ('a'), ('b')")
     await conn.execute("ANALYZE tasks")
     for _ in range(CLAIMS):
-        assert await claim(conn, worker_id="w", agents=AGENTS, limit=LIMIT) == []
+        assert await claiming(conn, worker_id="w", agents=AGENTS, limit=LIMIT) == []
     await conn.execute(
         """INSERT INTO tasks (agent, priority)
            SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g % 10
            FROM generate_series(1, 20000) g"""
     )
+
+
+async def test_a_plan_made_on_an_empty_queue_still_walks_indexes(conn: Any) -> None:
+    """A worker that starts on an empty queue makes its plan from statistics that say so,
+    and keeps it while the queue fills (nothing invalidates it before the next ANALYZE)."""
+    await planned_empty_then_filled(conn, claim)
     assert len(await claim(conn, worker_id="w", agents=AGENTS, limit=LIMIT)) == LIMIT
     _assert_index_walks(await explain_prepared_claim(conn))
 
@@ -250,15 +256,7 @@ async def test_the_idle_claim_reads_what_it_claims_at_every_call(conn: Any) -> N
 async def test_an_idle_claim_planned_on_an_empty_queue_still_reads_what_it_claims(
     conn: Any,
 ) -> None:
-    await conn.execute("INSERT INTO agents (name) VALUES ('a'), ('b')")
-    await conn.execute("ANALYZE tasks")
-    for _ in range(CLAIMS):
-        assert await claim_alone(conn, worker_id="w", agents=AGENTS, limit=LIMIT) == []
-    await conn.execute(
-        """INSERT INTO tasks (agent, priority)
-           SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, g % 10
-           FROM generate_series(1, 20000) g"""
-    )
+    await planned_empty_then_filled(conn, claim_alone)
     [reads] = await idle_claim_reads(conn, 1)
     _assert_reads_what_it_claims(reads)
 
