@@ -432,11 +432,10 @@ _COUNTRY_CURRENCIES = (
 
 
 def _country_currency(sheet: Sheet) -> str | None:
-    text = "\n".join(line.text for line in sheet.lines[:60])
     for pattern, code in _COUNTRY_CURRENCIES:
-        if pattern.search(text):
+        if pattern.search(sheet.head):
             return code
-    return _vat_id_currency("\n".join(line.text for line in sheet.lines))
+    return _vat_id_currency(sheet.text)
 
 
 # A European VAT id begins with its country's code ("VAT: FI76543218", "USt-IdNr.
@@ -492,9 +491,8 @@ def _cells(sheet: Sheet) -> list[Cell]:
 def _national(sheet: Sheet, sign: str) -> str | None:
     """The currency of the country the page names, among those whose sign is `sign`."""
     among = sign_currencies(sign)
-    text = "\n".join(line.text for line in sheet.lines[:60])
     for pattern, code in _SIGN_COUNTRIES:
-        if code in among and pattern.search(text):
+        if code in among and pattern.search(sheet.head):
             return code
     return None
 
@@ -536,7 +534,7 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
     if not counts:
         counts = _named_currencies(sheet)
     if not counts:
-        counts = currencies_in("\n".join(line.text for line in sheet.lines))
+        counts = currencies_in(sheet.text)
         if not counts:
             if any(
                 _KRONE.search(c.text) and sheet.amount(c.text) is not None for c in _cells(sheet)

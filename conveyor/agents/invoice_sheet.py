@@ -51,6 +51,16 @@ class Sheet:
         return cls(lines, pages, styles[0], styles)
 
     @cached_property
+    def text(self) -> str:
+        """Every line's text, one a line."""
+        return "\n".join(line.text for line in self.lines)
+
+    @cached_property
+    def head(self) -> str:
+        """The text of the first 60 lines, where a page names its parties' countries."""
+        return "\n".join(line.text for line in self.lines[:60])
+
+    @cached_property
     def folded(self) -> str:
         """Every line's text, folded (`invoice_labels.fold`), for what is looked for
         anywhere on the pages."""
