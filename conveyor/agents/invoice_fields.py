@@ -497,9 +497,10 @@ def _national(sheet: Sheet, sign: str) -> str | None:
     return None
 
 
-# A currency named beside an amount ("703.15 euro") or in a column's header ("Prijs
-# (euro)", "Amount (EUR)"): what price-parser reads as a currency there.
+# A currency named beside an amount ("703.15 euro", "Euro 152,00") or in a column's
+# header ("Prijs (euro)", "Amount (EUR)"): what price-parser reads as a currency there.
 _AFTER_AMOUNT = re.compile(r"\d\s+([^\W\d_]{3,12})(?![\w])")
+_BEFORE_AMOUNT = re.compile(r"(?<![\w])([^\W\d_]{3,12})\s+-?\d")
 _IN_PARENTHESES = re.compile(r"\(\s*([^()\d]{1,12}?)\s*\)")
 
 
@@ -507,7 +508,7 @@ def _named_currencies(sheet: Sheet) -> Counter[str]:
     counts: Counter[str] = Counter()
     for line in sheet.lines:
         for cell in line.cells:
-            for pattern in (_AFTER_AMOUNT, _IN_PARENTHESES):
+            for pattern in (_AFTER_AMOUNT, _BEFORE_AMOUNT, _IN_PARENTHESES):
                 for match in pattern.finditer(cell.text):
                     code = currency_word(match.group(1))
                     if code:

@@ -297,6 +297,8 @@ _CELL_NOISE = re.compile(
     # A code glued to its amount ("USD1,234.00") only when it is a currency's.
     r"(?:\b(?:[A-Z]{3})\b|\b(?:" + "|".join(CODES) + r")(?=\d)|\b[A-Z]{1,3}\$|"
     r"[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|\bS/\.?|"
+    # A currency's name, in any case ("152,00 Euro", "EURO 5,00", "12.50 dollars").
+    r"\b(?:euros?|dollars?|pounds?|francs?|franken|pesos?|reais|rupees?|kron(?:or|er|en?))\b|"
     r"(?<=\d)\s+[A-Z]$|" + _TEX_EURO.pattern + ")",
     re.IGNORECASE,
 )
@@ -390,10 +392,13 @@ def currency_word(word: str) -> str | None:
     word that only holds a code ("VALOR") names none."""
     from price_parser import Price
 
-    found = Price.fromstring(f"1 {word}").currency
-    if not found or found.strip().casefold() != word.strip().casefold():
-        return None
-    return _code(found.strip())
+    word = word.strip()
+    # price-parser knows names in lower case only: "Euro" and "EURO" are "euro".
+    for spelled in dict.fromkeys((word, word.lower())):
+        found = Price.fromstring(f"1 {spelled}").currency
+        if found and found.strip().casefold() == spelled.casefold():
+            return _code(found.strip())
+    return None
 
 
 @functools.lru_cache(maxsize=16)
