@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from conveyor.agents.legal_forms import name_forms
 from conveyor.agents.values import NumberStyle, cell_amount, currency_word
 from tests.snippets import invoice_data
 
@@ -48,3 +49,35 @@ def test_an_amount_after_its_currency_name_names_the_currency() -> None:
     )
     assert data["currency"] == "EUR"
     assert data["total"] == "119.00"
+
+
+def test_legal_forms_of_more_countries_end_a_name() -> None:
+    for name in (
+        "Nome do Remetente Ltda",
+        "M. Meier Handwerk GbR",
+        "Stavby Novák s.r.o.",
+        "Nordic Shipping ASA",
+        "Construtora Lda.",
+    ):
+        assert name_forms(name), name
+    assert not name_forms("Ltda")  # a form alone ends no name
+
+
+def test_a_letterhead_with_a_portuguese_legal_form_is_the_seller() -> None:
+    data = invoice_data(
+        [
+            (400, 40, "NOTA FISCAL", 14),
+            (40, 80, "Nome do Remetente Ltda", 11),
+            (40, 96, "Rua do Remetente, 123"),
+            (40, 108, "12345-678 Sao Paulo"),
+            (400, 80, "N. 1"),
+            (400, 92, "Emissao: 14/01/2015"),
+            (40, 200, "Descricao"),
+            (400, 200, "Valor"),
+            (40, 214, "Produto"),
+            (400, 214, "76,08"),
+            (40, 250, "Valor total"),
+            (400, 250, "R$ 76,08"),
+        ]
+    )
+    assert party(data, "vendor") == "Nome do Remetente Ltda"

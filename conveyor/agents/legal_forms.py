@@ -25,6 +25,9 @@ _FORMS = (
     r"e\.v\.",
     r"ug",
     r"se",
+    r"gbr",
+    r"kgaa",
+    r"partg(?:\s*mbb)?",
     # English-speaking countries
     r"ltd\.?(?:\s+hk)?",
     r"limited",
@@ -62,8 +65,20 @@ _FORMS = (
     r"s\.?p\.?a\.?",
     r"s\.?r\.?l\.?",
     r"s\.?n\.?c\.?",
+    # Portuguese and Latin American
+    r"ltda\.?",
+    r"lda\.?",
+    r"eireli",
+    r"s\.a\.c\.",
+    r"e\.i\.r\.l\.",
+    # Central and Eastern Europe
+    r"s\.?r\.?o\.?",
+    r"a\.s\.",
+    r"d\.o\.o\.",
     # Nordic countries, Hungary, Poland
     r"oy",
+    r"oyj",
+    r"asa",
     r"ab",
     r"as",
     r"a/s",
