@@ -81,3 +81,82 @@ def test_a_letterhead_with_a_portuguese_legal_form_is_the_seller() -> None:
         ]
     )
     assert party(data, "vendor") == "Nome do Remetente Ltda"
+
+
+SUMS: list[tuple[float, float, str]] = [
+    (40, 400, "Description"),
+    (400, 400, "Amount"),
+    (40, 414, "Repair work"),
+    (400, 414, "100.00"),
+    (40, 450, "Net total"),
+    (400, 450, "100.00"),
+    (40, 464, "VAT 20%"),
+    (400, 464, "20.00"),
+    (40, 478, "Total"),
+    (400, 478, "120.00"),
+]
+
+
+def test_a_heading_phrase_names_its_party_and_a_company_name_label_its_name() -> None:
+    data = invoice_data(
+        [
+            (40, 30, "Leere Felder werden nicht gezeigt."),
+            (40, 60, "Zusammenfassung", 16),
+            (40, 100, "Angaben zum Käufer"),
+            (40, 120, "Referenz:"),
+            (130, 120, "4471-22"),
+            (40, 134, "Name:"),
+            (130, 134, "Hafenbäckerei Wendt"),
+            (40, 148, "Straße:"),
+            (130, 148, "Kaiweg 5"),
+            (40, 190, "Informationen zum Verkäufer"),
+            (40, 210, "Firmenname:"),
+            (130, 210, "Tischlerei Nordlicht"),
+            (40, 224, "Straße:"),
+            (130, 224, "Mühlenweg 12"),
+            (40, 260, "Rechnungsnummer:"),
+            (130, 260, "RE-3318"),
+            (40, 274, "Rechnungsdatum:"),
+            (130, 274, "04.03.2024"),
+            *SUMS,
+        ]
+    )
+    assert party(data, "customer") == "Hafenbäckerei Wendt"
+    assert party(data, "vendor") == "Tischlerei Nordlicht"
+
+
+def test_a_heading_in_two_languages_heads_one_block() -> None:
+    data = invoice_data(
+        [
+            (40, 40, "PAYMENT NOTICE · AVIS DE PAIEMENT", 12),
+            (40, 70, "School Meals 2024/2025", 14),
+            (40, 110, "AUTHORITY · CRÉANCIER"),
+            (300, 110, "RECIPIENT · DESTINATAIRE"),
+            (40, 126, "Town of Westbrook"),
+            (300, 126, "Anna Lindqvist"),
+            (40, 140, "Finance Office"),
+            (300, 140, "7 Elm Street"),
+            (300, 154, "12345 Westbrook"),
+            (40, 200, "Invoice No: 88-1"),
+            (40, 214, "Date: 2024-09-01"),
+            *SUMS,
+        ]
+    )
+    assert party(data, "vendor") == "Town of Westbrook"
+    assert party(data, "customer") == "Anna Lindqvist"
+
+
+def test_a_name_that_begins_with_the_word_name_is_a_name() -> None:
+    data = invoice_data(
+        [
+            (40, 40, "Invoice No: 55"),
+            (40, 54, "Date: 2024-03-04"),
+            (40, 100, "BUYER / CLIENTE"),
+            (40, 112, "NAME / FIRMA", 6),
+            (40, 122, "Name Brand Outlet"),
+            (40, 134, "ADDRESS", 6),
+            (40, 144, "9 Elm Street"),
+            *SUMS,
+        ]
+    )
+    assert party(data, "customer") == "Name Brand Outlet"

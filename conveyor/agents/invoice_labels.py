@@ -513,6 +513,9 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"prestador",
         r"emitente",
         r"fornecedor",
+        # A payment notice's creditor is the one who is paid: "Ente creditore",
+        # "Gläubiger", "Créancier", "Acreedor", "Credor", "Creditor".
+        r"(?:ente\s*)?creditore|glaubiger|creancier|acreedor|credor|creditor",
         r"selger|s(?:æ|ae)lger|saljare",
         r"leverandor|leverantor",
         # "Datos del emisor", "Dados do emitente", "Données du fournisseur".
@@ -609,6 +612,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
 
 NAME_LABELS = [
     r"name",
+    r"firmen\s*-?\s*name",
+    r"(?:company|business|legal|trading|firm)\s*name",
     r"firma",
     r"company",
     r"nom",
@@ -716,11 +721,26 @@ def sum_label(text: str) -> tuple[str, int] | None:
     return None
 
 
+# What a party's heading may open with, in the six languages: "Informationen zum Käufer",
+# "Angaben zum Leistungserbringer", "Details of the seller", "Information about the
+# buyer", "Informations sur le client", "Gegevens van de koper", "Datos del comprador".
+_HEADING_PREFIX = re.compile(
+    r"(?:informationen|angaben|daten|details?|information|informations|informazioni|"
+    r"informacion|informacao|gegevens|datos|dati|dados|donnees)\s+"
+    r"(?:zum|zur|des|der|about|on|of|du|de|des|del|della|dello|do|da|van|sur|su)\s+"
+    r"(?:the|le|la|l'|el|il|lo|o|a|de|het)?\s*"
+)
+
+
 @lru_cache(maxsize=65536)
 def party_heading(text: str) -> tuple[str, int] | None:
     """(seller | buyer | other, end) when `text` starts with a party block's heading; not
     when a longer field label starts it ("Customer No.: C-17" is a number's label)."""
     found = longest_label(_PARTIES, text)
+    if found is None:
+        prefix = _HEADING_PREFIX.match(fold(text))
+        if prefix:
+            found = longest_label(_PARTIES, text, prefix.end())
     field = field_label(text)
     if found and field and field[1] > found[1]:
         return None

@@ -56,14 +56,15 @@ def headings(sheet: Sheet) -> list[Block]:
     found = []
     for i, line in enumerate(sheet.lines):
         for cell in line.cells:
-            heading = party_heading(cell.text)
+            heading = party_heading(cell.text) or _second_name(cell.text)
             if not heading:
                 continue
             kind, end = heading
             rest = cell.text[end:].strip()
-            # "DESTINATÁRIO / REMETENTE", "Customer / Kunde": one word after a slash is
-            # the heading's other name (another language, a synonym), not the party's.
-            if re.fullmatch(r"/\s*[^\W\d_]+", rest):
+            # "DESTINATÁRIO / REMETENTE", "Customer / Kunde", "Empfänger · Destinatario":
+            # words after a slash or a middle dot are the heading's other name (another
+            # language, a synonym), not the party's.
+            if re.fullmatch(r"[/\u00b7]\s*[^\W\d_]+(?:\s+[^\W\d_]+)?", rest):
                 rest = ""
             if rest.startswith(":") or not rest or rest.startswith("/"):
                 rest = rest.lstrip(":/ ").strip() or _beside(line.cells, cell)
@@ -72,6 +73,20 @@ def headings(sheet: Sheet) -> list[Block]:
                 # Two headings close together ("Bill to  Ship to"): the first one's block.
                 found.append(Block(kind, i, cell, ""))
     return found
+
+
+def _second_name(text: str) -> tuple[str, int] | None:
+    """A heading printed in two languages whose second name is the heading
+    ("Körperschaft · Ente creditore", "Leistungsempfänger / Destinatario"): its kind, and
+    the whole cell as the heading. The first name is one or two words."""
+    parts = re.split(r"\s+[/\u00b7]\s+|\u00b7", text, maxsplit=1)
+    if len(parts) != 2 or not re.fullmatch(r"[^\W\d_]+(?:\s+[^\W\d_]+)?", parts[0].strip()):
+        return None
+    second = parts[1].strip()
+    heading = party_heading(second)
+    if heading is None or heading[1] < len(second.rstrip(" :")):
+        return None
+    return heading[0], len(text)
 
 
 def _beside(cells: Sequence[Cell], heading: Cell) -> str:
@@ -121,6 +136,13 @@ def _block_lines(sheet: Sheet, block: Block) -> list[tuple[int, Cell]]:
     return out
 
 
+def _whole_name_label(text: str) -> bool:
+    """Whether `text` is a name's label and nothing more ("Name", "Razão social:"): a name
+    that begins with the label's word ("Nome do Destinatario Ltda") is a name."""
+    end = name_label(text)
+    return end is not None and text[end:].strip() in ("", ":")
+
+
 def _from_block(sheet: Sheet, block: Block) -> Party:
     cells = _block_lines(sheet, block)
     # A "Name:" label inside the block is the surest.
@@ -141,7 +163,7 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
             if (
                 under
                 and _height(cell) < 0.92 * _height(under[0])
-                and not (LABELLED.match(under[0].text) or name_label(under[0].text))
+                and not (LABELLED.match(under[0].text) or _whole_name_label(under[0].text))
             ):
                 name = under[0].text
                 j = next(jj for jj, c in cells if c is under[0])
