@@ -5,10 +5,15 @@ in a sentence."""
 
 from __future__ import annotations
 
+import io
 from decimal import Decimal
 
+from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
+
 from conveyor.agents.legal_forms import name_forms
+from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currency_word
+from conveyor.documents.text import extract_text
 from tests.snippets import invoice_data
 
 COMMA = NumberStyle(",", ".")
@@ -160,3 +165,29 @@ def test_a_name_that_begins_with_the_word_name_is_a_name() -> None:
         ]
     )
     assert party(data, "customer") == "Name Brand Outlet"
+
+
+def test_a_watermark_set_at_a_slant_is_no_text_of_the_invoice() -> None:
+    out = io.BytesIO()
+    page = canvas.Canvas(out, pagesize=(595, 842))
+    page.setFont("Helvetica", 9)
+    for x, y, text in [
+        (40, 120, "Atelier Brunn"),
+        (40, 132, "Lindenweg 4"),
+        (40, 144, "80331 Munich"),
+        (40, 200, "Invoice No: 2024-71"),
+        (40, 214, "Date: 2024-03-04"),
+        *SUMS,
+    ]:
+        page.drawString(x, 842 - y, text)
+    page.saveState()
+    page.translate(260, 842 - 160)
+    page.rotate(45)
+    page.setFont("Helvetica-Bold", 60)
+    page.drawString(0, 0, "SPECIMEN")
+    page.restoreState()
+    page.showPage()
+    page.save()
+    data = extract_offline(extract_text(out.getvalue()), "invoice").data
+    assert isinstance(data, dict)
+    assert party(data, "vendor") == "Atelier Brunn"

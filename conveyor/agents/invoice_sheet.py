@@ -36,6 +36,14 @@ class Spot:
     cell: Cell | None = None
 
 
+def _rotated(line: Line) -> bool:
+    """Whether `line` is only words set at a slant, as a watermark is ("COPY", "MUSTER",
+    "SPECIMEN" across the page): the box of a word of four letters or more is about as
+    tall as it is wide, where a word set straight is two to five times wider than tall."""
+    words = [w for w in line.words if len(w.text) >= 4]
+    return bool(words) and all(w.y1 - w.y0 >= 0.9 * (w.x1 - w.x0) for w in words)
+
+
 @dataclass
 class Sheet:
     lines: list[Line]
@@ -46,7 +54,7 @@ class Sheet:
     @classmethod
     def of(cls, text: DocumentText) -> Sheet:
         pages = text.layouts(MAX_PAGES)
-        lines = [line for page in pages for line in lines_of(page)]
+        lines = [line for page in pages for line in lines_of(page) if not _rotated(line)]
         styles = number_styles("\n".join(p.text for p in text.pages[:MAX_PAGES]))
         return cls(lines, pages, styles[0], styles)
 
