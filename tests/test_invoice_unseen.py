@@ -10,11 +10,13 @@ from decimal import Decimal
 
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
+from conveyor.agents.invoice_marks import label_row, not_a_name
+from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.legal_forms import name_forms
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currency_word
 from conveyor.documents.text import extract_text
-from tests.snippets import invoice_data
+from tests.snippets import invoice_data, pdf
 
 COMMA = NumberStyle(",", ".")
 
@@ -191,3 +193,43 @@ def test_a_watermark_set_at_a_slant_is_no_text_of_the_invoice() -> None:
     data = extract_offline(extract_text(out.getvalue()), "invoice").data
     assert isinstance(data, dict)
     assert party(data, "vendor") == "Atelier Brunn"
+
+
+def test_marks_sentences_and_rows_of_column_labels_are_no_names() -> None:
+    assert not_a_name("Muster")
+    assert not_a_name("SPECIMEN")
+    assert not_a_name("Empty fields are not shown here!")
+    assert not_a_name("Please pay within two weeks.")
+    assert not not_a_name("Acme Trading Co.")
+    assert not not_a_name("Dr. A. Arzt")
+    row = pdf([(40, 100, "TIPO DOC"), (200, 100, "FOLIO REF"), (360, 100, "FECHA REF")])
+    lines = Sheet.of(extract_text(row)).lines
+    assert label_row(lines[0].cells)
+    named = pdf([(40, 100, "ACME SPA"), (200, 100, "RUT 76.269.769-6"), (360, 100, "FOLIO")])
+    assert not label_row(Sheet.of(extract_text(named)).lines[0].cells)
+
+
+def test_a_letter_s_sender_is_whole_on_its_line_and_a_salutation_opens_the_buyer() -> None:
+    data = invoice_data(
+        [
+            (270, 60, "Sample", 18),
+            (70, 86, "Dr. B. Keller"),
+            (70, 98, "Zahnärztin für Kinder"),
+            (70, 110, "Seeweg 2"),
+            (70, 122, "12345 Seedorf"),
+            (70, 134, "Frau"),
+            (70, 146, "C. Kundin"),
+            (70, 158, "Hauptweg 1"),
+            (70, 170, "12345 Seedorf"),
+            (370, 190, "Rechnungsdatum: 04.03.2024"),
+            (370, 202, "Rechnungs-Nr.: 881"),
+            (70, 240, "Leistung"),
+            (400, 240, "Betrag"),
+            (70, 254, "Kontrolle"),
+            (400, 254, "40,00 €"),
+            (70, 290, "Rechnungsbetrag"),
+            (400, 290, "40,00 €"),
+        ]
+    )
+    assert party(data, "vendor") == "Dr. B. Keller"
+    assert party(data, "customer") == "C. Kundin"

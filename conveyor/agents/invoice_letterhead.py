@@ -28,6 +28,7 @@ from conveyor.agents.invoice_marks import (
     WEAK,
     Block,
     Party,
+    label_row,
     not_a_name,
     segments,
 )
@@ -100,7 +101,7 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
         return Party(best[1] if best else None, GUESS if best else 0.0)
     confidence = LIKELY if best[0] >= 4.5 else FAIR if best[0] >= 3.5 else WEAK
     name = best[1]
-    if best_at is not None and not LEGAL_FORM.search(name):
+    if best_at is not None and not LEGAL_FORM.search(name) and _open(name):
         name = f"{name} {_wrapped(sheet, *best_at)}".strip()
     return Party(name, confidence, address)
 
@@ -122,6 +123,15 @@ def _under_text(sheet: Sheet, index: int, cell: Cell) -> bool:
             return False
         return not (field_label(text) or party_heading(text))
     return False
+
+
+def _open(name: str) -> bool:
+    """Whether a name may go on on the next line: a word alone ("Hoverboards" under
+    "House"), or a last word that joins ("House of", "Smith &", "Müller und"). A name of
+    several words that ends in a capitalised one ("Dr. A. Arzt") is whole; the line under
+    it is what the named does ("Facharzt für Innere Medizin")."""
+    words = name.split()
+    return len(words) < 2 or not words[-1][:1].isupper()
 
 
 def _wrapped(sheet: Sheet, index: int, cell: Cell) -> str:
@@ -228,7 +238,8 @@ def _seller_block(sheet: Sheet, seller: str, page: int) -> set[Cell]:
             if other.page != page or other.y0 - bottom > min(height, other.height) + 2:
                 break
             under = [c for c in other.cells if abs(c.x0 - top.x0) < 12]
-            if not under:
+            # A salutation opens the next address ("Herrn", "Mrs"), not a line of this one.
+            if not under or SALUTATION.match(fold(under[0].text.strip())):
                 break
             block.update(under)
             bottom, height = other.y1, other.height
@@ -253,6 +264,8 @@ def buyer_by_name_alone(sheet: Sheet, vendor: str | None) -> Party:
     for line in sheet.lines:
         if line.page != first or line.y0 > height * 0.4:
             break
+        if label_row(line.cells):
+            continue
         for cell in line.cells:
             text = cell.text.strip()
             if cell in sellers_block or seller in fold(text) or fold(text) in seller:

@@ -61,11 +61,27 @@ def segments(text: str) -> list[str]:
 STREET = re.compile(r"^\d{1,5}[a-z]?\s+[^\W\d_]")
 
 
+# The marks a specimen or a copy is stamped with, in the six languages: a word alone,
+# never a party's name.
+_MARK = re.compile(
+    r"(?:muster|specimen|sp[eé]cimen|sample|draft|copy|entwurf|kopie|duplikat|duplicate|"
+    r"ejemplo|esempio|exemplo|voorbeeld|kopia|copia|original|void|annul[eé])",
+    re.IGNORECASE,
+)
+
+
 def not_a_name(text: str) -> bool:
     """What a party's name never is, wherever it was read: a number ("# 36651"), a date
-    ("August 28, 2025") or a street line. Such a reading took the wrong line."""
+    ("August 28, 2025"), a street line, a specimen's mark ("Muster", "Sample") or a
+    sentence ("Empty fields are not shown."). Such a reading took the wrong line."""
     name = text.strip(" ,;:")
     if not any(ch.isalpha() for ch in name) or name.startswith("#") or is_iban(name):
+        return True
+    if _MARK.fullmatch(name):
+        return True
+    # A sentence: four words or more and its final stop, no legal form to end it ("Acme
+    # Trading Co." ends in one).
+    if len(name.split()) >= 4 and name[-1] in ".!?" and not LEGAL_FORM.search(name):
         return True
     dated = sum(len(token.text) for token in dates_in(name))
     if dated and dated >= 0.6 * len(name):
@@ -80,3 +96,12 @@ def not_a_name(text: str) -> bool:
     if words and all(TAX_ID.fullmatch(w) or w in ("tax", "id", "no", "nr") for w in words):
         return True
     return bool(STREET.match(name)) and not LEGAL_FORM.search(name)
+
+
+def label_row(cells: tuple[Cell, ...] | list[Cell]) -> bool:
+    """Whether a line's cells are a row of column labels: three or more, each of words
+    only, each in capitals ("TIPO DOCUMENTO | FOLIO | FECHA", "QTD | UN | VL UNIT"). A
+    name standing in such a row is a column's label."""
+    return len(cells) >= 3 and all(
+        c.text.isupper() and not any(ch.isdigit() for ch in c.text) for c in cells
+    )
