@@ -16,7 +16,7 @@ from conveyor.agents.legal_forms import name_forms
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currency_word
 from conveyor.documents.text import extract_text
-from tests.snippets import invoice_data, pdf
+from tests.snippets import Draw, invoice_data, pdf
 
 COMMA = NumberStyle(",", ".")
 
@@ -233,3 +233,51 @@ def test_a_letter_s_sender_is_whole_on_its_line_and_a_salutation_opens_the_buyer
     )
     assert party(data, "vendor") == "Dr. B. Keller"
     assert party(data, "customer") == "C. Kundin"
+
+
+def _with_sentence(*lines: str) -> Draw:
+    return [
+        (40, 40, "Facture N° F-2024-19"),
+        (40, 54, "Date : 04/03/2024"),
+        (40, 100, "Description"),
+        (400, 100, "Montant"),
+        (40, 114, "Entretien"),
+        (400, 114, "100,00"),
+        (40, 150, "Total TTC"),
+        (400, 150, "100,00 €"),
+        *[(40, 190 + 12 * k, text) for k, text in enumerate(lines)],
+    ]
+
+
+def test_a_due_date_asked_for_in_a_sentence() -> None:
+    german = _with_sentence(
+        "Bitte überweisen Sie den Betrag unter Angabe der Rechnungsnummer bis",
+        "zum 14.11.2024 auf das unten angegebene Konto.",
+    )
+    assert invoice_data(german)["due_date"] == "2024-11-14"
+    french = _with_sentence("Montant à régler par virement avant le 02/04/2024, merci.")
+    assert invoice_data(french)["due_date"] == "2024-04-02"
+    italian = _with_sentence("Importo da versare entro il 15/04/2024 sul conto indicato.")
+    assert invoice_data(italian)["due_date"] == "2024-04-15"
+    # Terms in days, with a discount's date: the terms worked out, no due date stated.
+    terms = _with_sentence("Zahlbar innerhalb 30 Tagen netto bis 04.04.2024, 2 % Skonto bis 14.03.")
+    assert invoice_data(terms)["due_date"] is None
+
+
+def test_an_abbreviated_due_date_label() -> None:
+    data = invoice_data(
+        [
+            (40, 40, "FACTURA ELECTRONICA N° 4117"),
+            (40, 60, "Fecha emisión"),
+            (130, 60, ": 01-05-2024"),
+            (40, 72, "Fecha Venc."),
+            (130, 72, ": 31-05-2024"),
+            (40, 120, "Descripción"),
+            (400, 120, "Total"),
+            (40, 134, "Servicio"),
+            (400, 134, "$10.000"),
+            (40, 170, "TOTAL"),
+            (400, 170, "$10.000"),
+        ]
+    )
+    assert data["due_date"] == "2024-05-31"

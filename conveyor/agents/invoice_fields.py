@@ -330,8 +330,36 @@ _DUE_PHRASE = re.compile(
 )
 
 
+# A request to pay by a date, in a sentence of any of the languages: a verb of paying,
+# then a word for "by" and the date ("Bitte überweisen Sie den Betrag bis zum 14.11.2018",
+# "Please pay the amount by 3 May 2024", "à régler avant le 01/02/2024", "da versare entro
+# il 31/01/2024", "gelieve te betalen voor 1-2-2024", "pagar antes del 5/3/2024").
+_PAY_VERB = re.compile(
+    r"\b(?:uberweis\w*|zahl\w*|bezahl\w*|begleich\w*|pay\w*|remit\w*|transfer\w*|settle\w*|"
+    r"regl\w*|pai\w*|pay[ee]\w*|vir\w*|versa\w*|pag\w*|salda\w*|betal\w*|overmak\w*|"
+    r"abona\w*|deposit\w*)\b"
+)
+_BY_DATE = re.compile(
+    r"\b(?:bis(?:\s+(?:zum|spatestens(?:\s+zum)?))?|spatestens(?:\s+(?:am|bis(?:\s+zum)?))?|"
+    r"by|before|until|no\s+later\s+than|avant\s+le|au\s+plus\s+tard\s+le|jusqu'?au|"
+    r"antes\s+del?|hasta\s+el|entro\s+(?:e\s+non\s+oltre\s+)?il|uiterlijk\s+(?:op\s+)?|voor)"
+    r"\s+(?=\d)"
+)
+
+
+# Payment terms rather than a request: a term in days ("Zahlbar innerhalb 30 Tagen netto
+# bis 04.07.2018, 3 % Skonto bis ...", "net 30 days") or a cash discount's date beside it.
+# The date there is the term worked out, and the sets' truths (EN 16931's due date, BT-9,
+# against its payment terms, BT-20) do not take it for the due date.
+_TERM_IN_DAYS = re.compile(
+    r"\b\d{1,3}\s*(?:tagen?|days?|jours?|dias|giorni|dagen|dni|dage|dagar)\b|"
+    r"skonto|cash\s+discount|escompte|sconto|descuento|korting"
+)
+
+
 def _due_in_a_phrase(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
-    """With no labelled due date: one that a sum's label or a short line states."""
+    """With no labelled due date: one that a sum's label or a short line states, or a
+    sentence asking to pay by a date (the sentence may wrap to the next line)."""
     for i, line in enumerate(sheet.lines):
         for cell in line.cells:
             match = _DUE_PHRASE.search(fold(cell.text))
@@ -339,6 +367,22 @@ def _due_in_a_phrase(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
                 tokens = dates_in(cell.text[match.start("date") :])
                 if tokens:
                     return [(tokens[0], FAIR, i)]
+    for i, line in enumerate(sheet.lines):
+        text = fold(line.text)
+        if not _PAY_VERB.search(text):
+            continue
+        wraps = not text.rstrip().endswith((".", "!", ":"))
+        if wraps and i + 1 < len(sheet.lines) and sheet.lines[i + 1].page == line.page:
+            text = f"{text} {fold(sheet.lines[i + 1].text)}"
+        if _TERM_IN_DAYS.search(text):
+            continue
+        verb = _PAY_VERB.search(text)
+        by = _BY_DATE.search(text, verb.end()) if verb else None
+        if by:
+            after = text[by.end() : by.end() + 24]
+            tokens = dates_in(after)
+            if tokens and after.startswith(tokens[0].text):
+                return [(tokens[0], FAIR, i)]
     return []
 
 

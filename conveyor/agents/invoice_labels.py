@@ -168,6 +168,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"verval\s*-?\s*(?:datum|dag)",
         r"te\s*betalen\s*voor",
         r"fecha\s*de\s*vencimiento",
+        # Its abbreviation: "Fecha Venc.", "Data Vencto.", "Venc.".
+        r"(?:(?:fecha|data)\s*(?:de\s*)?)?venc(?:to)?\.",
         r"vencimiento",
         r"data\s*(?:di\s*)?scadenza",
         r"scadenza",
