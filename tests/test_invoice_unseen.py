@@ -281,3 +281,45 @@ def test_an_abbreviated_due_date_label() -> None:
         ]
     )
     assert data["due_date"] == "2024-05-31"
+
+
+def test_a_heading_s_plural_ending_and_a_colon_printed_with_the_value() -> None:
+    data = invoice_data(
+        [
+            (250, 30, "ANDES SOFTWARE SPA"),
+            (420, 30, "FACTURA N° 88"),
+            (50, 130, "Señor(es)"),
+            (130, 130, ": Ferretería Los Robles"),
+            (330, 130, "Fecha emisión"),
+            (460, 130, ": 01-05-2024"),
+            (50, 142, "Dirección"),
+            (130, 142, ": Calle Sur 12"),
+            (50, 200, "Descripción"),
+            (400, 200, "Total"),
+            (50, 214, "Servicio"),
+            (400, 214, "$10.000"),
+            (350, 250, "TOTAL"),
+            (400, 250, "$10.000"),
+        ]
+    )
+    assert party(data, "customer") == "Ferretería Los Robles"
+
+
+def test_a_heading_with_the_party_s_tax_id_beside_it_heads_its_block() -> None:
+    data = invoice_data(
+        [
+            (40, 30, "Loja Azul Ltda"),
+            (40, 42, "CNPJ: 10.845.180/0001-66"),
+            (40, 54, "Rua das Flores, 85"),
+            (40, 100, "DESCRIÇÃO"),
+            (200, 100, "TOTAL"),
+            (40, 112, "Caneta"),
+            (200, 112, "10,00"),
+            (40, 140, "VALOR TOTAL R$"),
+            (200, 140, "10,00"),
+            (40, 180, "CONSUMIDOR CNPJ: 18.191.228/0001-71"),
+            (80, 192, "Maria Souza"),
+            (40, 204, "Rua Tijucas, 99, Centro"),
+        ]
+    )
+    assert party(data, "customer") == "Maria Souza"

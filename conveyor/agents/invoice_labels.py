@@ -579,6 +579,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"(?:datos|dati|dados|donnees|coordonnees)\s*(?:du|del|de|do|dello)?\s*"
         r"(?:client|cliente|acheteur|receptor|destinatario|comprador|adquirente)",
         r"receptor",
+        # A receipt's consumer: "Consumidor", "Verbraucher", "Consommateur".
+        r"consumidor|consumer|verbraucher|consommateur|consumatore",
         # Norwegian "Kjøper", Danish "Køber", Swedish "Köpare", "Kund"; the billing address.
         r"kjoper|k(?:ø|o)ber|kopare|kund",
         r"faktura\s*-?\s*adresse?|fakturerings\s*-?\s*adresse|mottaker|mottagare|modtager",

@@ -66,11 +66,16 @@ def headings(sheet: Sheet) -> list[Block]:
             # language, a synonym), not the party's.
             if re.fullmatch(r"[/\u00b7]\s*[^\W\d_]+(?:\s+[^\W\d_]+)?", rest):
                 rest = ""
+            # "Señor(es)", "Cliente(s)": the plural's ending, part of the heading.
+            rest = re.sub(r"^\([^\W\d_]{1,3}\)", "", rest).strip()
             if rest.startswith(":") or not rest or rest.startswith("/"):
                 rest = rest.lstrip(":/ ").strip() or _beside(line.cells, cell)
                 found.append(Block(kind, i, cell, rest))
-            elif party_heading(rest):
-                # Two headings close together ("Bill to  Ship to"): the first one's block.
+            elif party_heading(rest) or (TAX_ID.match(fold(rest)) and re.search(r"\d{4}", rest)):
+                # Two headings close together ("Bill to  Ship to"): the first one's block;
+                # a heading with the party's tax id printed beside it ("CONSUMIDOR CNPJ:
+                # 18.191.228/0001-71"): the block under it. A heading word that begins a
+                # tax id's label ("Customer VAT ID:" alone) heads no block.
                 found.append(Block(kind, i, cell, ""))
     return found
 
@@ -93,9 +98,14 @@ def _beside(cells: Sequence[Cell], heading: Cell) -> str:
     """The value printed to the right of a heading that ends its cell ("Sr.(s):   Joao Da
     Silva"), when the next cell is near and is neither a label nor another heading."""
     after = [c for c in cells if c.x0 >= heading.x1]
-    if not after or after[0].x0 - heading.x1 > 120 or not heading.text.rstrip().endswith(":"):
+    if not after or after[0].x0 - heading.x1 > 120:
         return ""
     text = after[0].text.strip()
+    # The colon may be printed at the start of the value's cell: "Señor(es) | : Name".
+    if text.startswith(":"):
+        text = text[1:].strip()
+    elif not heading.text.rstrip().endswith(":"):
+        return ""
     if LABELLED.match(text) or field_label(text) or sum_label(text) or party_heading(text):
         return ""
     if CONTACT.search(text) or TITLE.match(fold(text)) or ADDRESS.match(text):
