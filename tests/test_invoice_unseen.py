@@ -323,3 +323,45 @@ def test_a_heading_with_the_party_s_tax_id_beside_it_heads_its_block() -> None:
         ]
     )
     assert party(data, "customer") == "Maria Souza"
+
+
+def _positions(second_amount: str) -> Draw:
+    return [
+        (40, 30, "Invoice number:"),
+        (150, 30, "R-77"),
+        (40, 44, "Invoice date:"),
+        (150, 44, "04.03.2024"),
+        (40, 90, "1"),
+        (40, 104, "Quantity"),
+        (260, 104, "2"),
+        (40, 118, "Line net amount"),
+        (260, 118, "300,00"),
+        (40, 132, "Item name:"),
+        (150, 132, "Window frames"),
+        (40, 170, "2"),
+        (40, 184, "Line net amount"),
+        (260, 184, second_amount),
+        (40, 198, "Item name:"),
+        (150, 198, "Fitting and sealing"),
+        (40, 240, "Net total"),
+        (400, 240, "420,00"),
+        (40, 254, "VAT 19 %"),
+        (400, 254, "79,80"),
+        (40, 268, "Total"),
+        (400, 268, "499,80"),
+    ]
+
+
+def test_items_printed_as_blocks_of_labelled_values_that_make_the_net() -> None:
+    items = invoice_data(_positions("120,00"))["line_items"]
+    assert items == [
+        {"description": "Window frames", "quantity": "2", "unit_price": None, "amount": "300.00"},
+        {
+            "description": "Fitting and sealing",
+            "quantity": None,
+            "unit_price": None,
+            "amount": "120.00",
+        },
+    ]
+    # Amounts that make none of the printed sums are not the items.
+    assert invoice_data(_positions("110,00"))["line_items"] == []

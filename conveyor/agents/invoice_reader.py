@@ -18,6 +18,7 @@ from conveyor.agents import (
     invoice_fields,
     invoice_labels,
     invoice_parties,
+    invoice_positions,
     invoice_sums,
     invoice_table,
 )
@@ -69,6 +70,10 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
     fields["customer.name"] = _corroborated(sheet, customer) if customer.name else 0.0
     fields["customer.address"] = invoice_fields.WEAK if customer.address else 0.0
     items, fields["line_items"], _ = invoice_table.read_items(sheet)
+    if not items:
+        # No table: the items may be blocks of labelled values, one a position.
+        items = invoice_positions.read_positions(sheet)
+        fields["line_items"] = invoice_fields.LIKELY if items else fields["line_items"]
     amounts = [item.amount for item in items]
     lines_total = (
         sum((a for a in amounts if a is not None), Decimal(0))
