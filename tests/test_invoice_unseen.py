@@ -365,3 +365,38 @@ def test_items_printed_as_blocks_of_labelled_values_that_make_the_net() -> None:
     ]
     # Amounts that make none of the printed sums are not the items.
     assert invoice_data(_positions("110,00"))["line_items"] == []
+
+
+def test_a_whole_amount_in_parentheses_is_negative_and_taxed_items_make_the_total() -> None:
+    assert cell_amount("($100)", NumberStyle(".", ",")) == Decimal("-100")
+    assert cell_amount("(€ 40)", NumberStyle(".", ",")) == Decimal("-40")
+    assert cell_amount("(3)", NumberStyle(".", ",")) is None  # a note's mark, no amount
+    data = invoice_data(
+        [
+            (60, 50, "INVOICE", 24),
+            (60, 90, "Invoice No: 2023-9"),
+            (60, 104, "Date: 1 September 2023"),
+            (70, 200, "Description"),
+            (300, 200, "Price"),
+            (370, 200, "Quantity"),
+            (450, 200, "Tax"),
+            (515, 200, "Total"),
+            (70, 220, "Design work"),
+            (300, 220, "$1,000"),
+            (515, 220, "$1,000"),
+            (70, 240, "Hardware"),
+            (300, 240, "$200"),
+            (380, 240, "2"),
+            (440, 240, "10%"),
+            (515, 240, "$440"),
+            (70, 260, "Voucher"),
+            (300, 260, "($100)"),
+            (515, 260, "($100)"),
+            (430, 300, "TOTAL"),
+            (500, 300, "$1,340"),
+        ]
+    )
+    amounts = [item["amount"] for item in data["line_items"]]  # type: ignore[attr-defined]
+    assert amounts == ["1000", "440", "-100"]
+    assert data["total"] == "1340"
+    assert data["subtotal"] is None  # the items carry their tax: no net is printed

@@ -25,7 +25,7 @@ from conveyor.agents import (
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import NumberStyle
 from conveyor.documents.text import DocumentText
-from conveyor.documents.types import Customer, Invoice, Vendor, cross_checks
+from conveyor.documents.types import Customer, Invoice, LineItem, Vendor, cross_checks
 
 CENT = Decimal("0.01")
 
@@ -82,6 +82,10 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
     )
     sums = invoice_sums.choose(sheet, lines_total)
     fields.update(sums.conf)
+    if sums.tax is None and sums.net is not None and sums.net == sums.gross and _taxed(items):
+        # Items whose amounts are more than quantity times price carry their tax: they
+        # make the total, and the net without tax is printed nowhere.
+        sums.net, fields["subtotal"] = None, 0.0
     if (
         items
         and sums.net is not None
@@ -118,6 +122,17 @@ def _corroborated(sheet: Sheet, party: invoice_parties.Party) -> float:
     if sum(invoice_labels.fold(line.text).count(name) for line in sheet.lines) >= 2:
         return party.name_conf
     return min(party.name_conf, invoice_fields.FAIR)
+
+
+def _taxed(items: list[LineItem]) -> bool:
+    """Whether some item's amount is its quantity times its price and more: its tax."""
+    return any(
+        item.quantity is not None
+        and item.unit_price is not None
+        and item.amount is not None
+        and item.amount - item.quantity * item.unit_price > CENT
+        for item in items
+    )
 
 
 def _add_up(lines_total: Decimal | None, sums: invoice_sums.Sums) -> bool:

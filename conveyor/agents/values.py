@@ -302,7 +302,8 @@ _CELL_NOISE = re.compile(
     r"(?<=\d)\s+[A-Z]$|" + _TEX_EURO.pattern + ")",
     re.IGNORECASE,
 )
-_PARENTHESISED = re.compile(r"^\(\s*([^()%]*\d[.,]\d{2}[^()%\d]*)\s*\)$")
+# "(1,234.50)", "(12,50 €)", and a whole amount with its sign: "($100)", "(€ 40)".
+_PARENTHESISED = re.compile(r"^\(\s*([^()%]*\d[.,]\d{2}[^()%\d]*|[€$£¥]\s?\d[\d,.' ]*)\s*\)$")
 _TRAILING_MINUS = re.compile(r"^([^-]*\d[.,]\d{2}(?:\s*[^\W\d_]{1,3}|\s*[€$£¥])?)\s?-$")
 # "12.100,-" and "45.-": a whole amount, its cents written as a dash.
 _NO_CENTS = re.compile(r"(?<=\d)[.,][-\u2013]$")
