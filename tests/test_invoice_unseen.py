@@ -400,3 +400,28 @@ def test_a_whole_amount_in_parentheses_is_negative_and_taxed_items_make_the_tota
     assert amounts == ["1000", "440", "-100"]
     assert data["total"] == "1340"
     assert data["subtotal"] is None  # the items carry their tax: no net is printed
+
+
+def test_a_word_broken_at_a_description_s_line_end_is_joined_again() -> None:
+    data = invoice_data(
+        [
+            (40, 40, "Rechnung Nr. 1425"),
+            (40, 54, "Rechnungsdatum: 24.10.2024"),
+            (40, 100, "Leistungsbezeichnung"),
+            (300, 100, "Anzahl"),
+            (450, 100, "Betrag"),
+            # Each description drawn before its numbers, as a text box of its own.
+            (40, 114, "Symptombezogene Unter\u00ad"),
+            (40, 126, "suchung"),
+            (300, 114, "1"),
+            (450, 114, "10,72 €"),
+            (40, 138, "Beratung, auch"),
+            (40, 150, "telefonisch"),
+            (300, 138, "1"),
+            (450, 138, "5,36 €"),
+            (40, 180, "Rechnungsbetrag"),
+            (450, 180, "16,08 €"),
+        ]
+    )
+    names = [item["description"] for item in data["line_items"]]  # type: ignore[attr-defined]
+    assert names == ["Symptombezogene Untersuchung", "Beratung, auch telefonisch"]

@@ -8,6 +8,7 @@ values). `values_of` lists them in that order; the rules decide which one fits.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -50,13 +51,41 @@ class Sheet:
     pages: list[PageLayout]
     style: NumberStyle
     styles: list[NumberStyle]
+    plain: str = ""  # the pages' text as the text layer gives it (conveyor.documents.text)
 
     @classmethod
     def of(cls, text: DocumentText) -> Sheet:
         pages = text.layouts(MAX_PAGES)
         lines = [line for page in pages for line in lines_of(page) if not _rotated(line)]
-        styles = number_styles("\n".join(p.text for p in text.pages[:MAX_PAGES]))
-        return cls(lines, pages, styles[0], styles)
+        plain = "\n".join(p.text for p in text.pages[:MAX_PAGES])
+        styles = number_styles(plain)
+        return cls(lines, pages, styles[0], styles, plain)
+
+    @cached_property
+    def plain_words(self) -> frozenset[str]:
+        """The words of the text layer. It joins a word broken at a line's end by a soft
+        hyphen ("Unter" / "suchung" is "Untersuchung" there), where the word boxes do not."""
+        return frozenset(re.findall(r"[^\W\d_]+", self.plain))
+
+    def joined(self, parts: list[str]) -> str:
+        """Lines of one text joined with spaces, but a word the line's end broke joined
+        again, when the text layer reads it as one word."""
+        out = ""
+        for part in parts:
+            part = " ".join(part.split())
+            if not part:
+                continue
+            tail, head = re.search(r"[^\W\d_]+$", out), re.match(r"[^\W\d_]+", part)
+            if (
+                tail
+                and head
+                and head.group(0)[:1].islower()
+                and (tail.group(0) + head.group(0) in self.plain_words)
+            ):
+                out += part
+            else:
+                out = f"{out} {part}" if out else part
+        return out
 
     @cached_property
     def text(self) -> str:

@@ -528,7 +528,7 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
     items = []
     confidences = []
     for row in rows:
-        description = " ".join(" ".join(row.description).split()) or None
+        description = sheet.joined(row.description) or None
         items.append(row.item.model_copy(update={"description": description}))
         confidence = row.confidence if row.item.amount is not None else WEAK
         if len(row.description) > LONG_DESCRIPTION:
