@@ -16,7 +16,7 @@ from conveyor.agents.legal_forms import name_forms
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currency_word
 from conveyor.documents.text import extract_text
-from tests.snippets import Draw, invoice_data, pdf
+from tests.snippets import Draw, extraction, invoice_data, pdf
 
 COMMA = NumberStyle(",", ".")
 
@@ -425,3 +425,24 @@ def test_a_word_broken_at_a_description_s_line_end_is_joined_again() -> None:
     )
     names = [item["description"] for item in data["line_items"]]  # type: ignore[attr-defined]
     assert names == ["Symptombezogene Untersuchung", "Beratung, auch telefonisch"]
+
+
+def _sums(net: str, tax: str, total: str) -> Draw:
+    return [
+        (40, 40, "Invoice No: 7781"),
+        (40, 54, "Date: 2024-03-04"),
+        (40, 200, "Net amount"),
+        (400, 200, net),
+        (40, 214, "VAT"),
+        (400, 214, tax),
+        (40, 228, "Total"),
+        (400, 228, total),
+    ]
+
+
+def test_sums_that_add_up_with_no_possible_tax_are_no_agreement() -> None:
+    plain = extraction(_sums("100.00", "19.00", "119.00")).fields
+    credit = extraction(_sums("-100.00", "-19.00", "-119.00")).fields  # both negative
+    chance = extraction(_sums("400.00", "-190.00", "210.00")).fields
+    assert credit["total"] == plain["total"] and credit["tax"] == plain["tax"]
+    assert chance["total"] < plain["total"] and chance["tax"] < plain["tax"]

@@ -162,6 +162,20 @@ class Sums:
     withheld: Decimal | None = None  # taken off the total after the tax: net + tax - withheld
 
 
+# The largest share of its net a tax is taken to be: VAT, GST and sales taxes are at most
+# about 27 % of it, several levels of them together well under a half.
+MAX_RATE = Decimal("0.5")
+
+
+def _a_rate(net: Decimal, tax: Decimal) -> bool:
+    """Whether `tax` can be a tax on `net`: of the same sign (a credit note's are both
+    negative) and at most MAX_RATE of it."""
+    if net == 0:
+        return tax == 0
+    share = tax / net
+    return 0 <= share <= MAX_RATE
+
+
 def _best(amounts: list[Amount], kind: str) -> list[Amount]:
     return [a for a in amounts if a.kind == kind]
 
@@ -202,6 +216,8 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         if net is not none and gross is not none:
             total = net.value + (tax.value if tax is not none else Decimal(0)) + extra - held
             agree = abs(total - gross.value) <= CENT
+            if agree and tax is not none and not _a_rate(net.value, tax.value):
+                agree = False  # amounts that add up by chance: no tax is such a share of its net
             score += 2.0 if agree else -1.0
             score -= 0.1 if extra else 0.0  # the plainer reading first
             score -= 0.1 if held else 0.0
