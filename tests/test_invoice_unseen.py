@@ -5,16 +5,18 @@ in a sentence."""
 
 from __future__ import annotations
 
+import datetime
 import io
 from decimal import Decimal
 
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_marks import label_row, not_a_name
+from conveyor.agents.invoice_rules import read_invoice
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.legal_forms import name_forms
 from conveyor.agents.offline import extract_offline
-from conveyor.agents.values import NumberStyle, cell_amount, currency_word
+from conveyor.agents.values import NumberStyle, cell_amount, currency_word, dates_in
 from conveyor.documents.text import extract_text
 from tests.snippets import Draw, extraction, invoice_data, pdf
 
@@ -446,3 +448,30 @@ def test_sums_that_add_up_with_no_possible_tax_are_no_agreement() -> None:
     chance = extraction(_sums("400.00", "-190.00", "210.00")).fields
     assert credit["total"] == plain["total"] and credit["tax"] == plain["tax"]
     assert chance["total"] < plain["total"] and chance["tax"] < plain["tax"]
+
+
+def test_dates_with_spaces_around_their_separators() -> None:
+    assert [t.date for t in dates_in("Date: 19 / 5 / 2024")] == [datetime.date(2024, 5, 19)]
+    assert [t.date for t in dates_in("Datum vystavení: 19. 5. 2024")] == [
+        datetime.date(2024, 5, 19)
+    ]
+
+
+def test_the_line_reader_takes_no_label_for_a_name_and_no_bare_dollar_for_sure() -> None:
+    text = "\n".join(
+        [
+            "Ridgeway Supplies",
+            "INVOICE",
+            "Client Name",
+            "12 Harbour Road",
+            "Invoice No: 4411",
+            "Date: 2024-05-19",
+            "Description Qty Unit price Amount",
+            "Paper 2 $5.00 $10.00",
+            "Total $10.00",
+        ]
+    )
+    invoice, fields = read_invoice(text)
+    assert invoice.customer.name != "Name"
+    assert fields["customer.name"] < 0.9 or invoice.customer.name is None
+    assert invoice.currency == "USD" and fields["currency"] < 0.9

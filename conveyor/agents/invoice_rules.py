@@ -22,6 +22,7 @@ from decimal import Decimal
 from itertools import combinations
 
 from conveyor.agents.date_order import slash_date_order
+from conveyor.agents.invoice_marks import not_a_name
 from conveyor.agents.values import (
     NumberStyle,
     amounts_in,
@@ -36,6 +37,7 @@ from conveyor.documents.types import Customer, Invoice, LineItem, Vendor, cross_
 # behind a weaker label or only by its position; read one of two ways, chosen by a guess.
 SURE = 0.97
 LIKELY = 0.93
+FAIR = 0.85
 WEAK = 0.75
 GUESS = 0.6
 ARITHMETIC = 0.9  # no label, but the only amount that makes the sums agree
@@ -254,6 +256,9 @@ def _dates(
 # ----------------------------------------------------------------------------- currency
 
 
+_UNITED_STATES = re.compile(r"\bU\.?S\.?A\b|\bunited states\b|, [A-Z]{2},? \d{5}\b", re.IGNORECASE)
+
+
 def _currency(lines: list[str], found: _Found) -> str | None:
     sums = [line for line in lines if _SUM.match(line) and not _TAX_ID.match(line)]
     counts = currencies_in("\n".join(sums)) or currencies_in("\n".join(lines))
@@ -270,7 +275,11 @@ def _currency(lines: list[str], found: _Found) -> str | None:
         if other:
             code, confidence = other, GUESS
         else:
-            confidence = min(confidence, LIKELY)
+            # Several countries print it for their dollar or peso: the United States' when
+            # the page names them or prints a state and ZIP code, else a guess (as the
+            # layout reader's invoice_fields.currency holds it).
+            us = any(_UNITED_STATES.search(line) for line in lines)
+            confidence = min(confidence, LIKELY if us else FAIR)
     found.put("currency", code, confidence)
     return code
 
@@ -328,12 +337,14 @@ def _customer(lines: list[str], found: _Found) -> Customer:
         if not match:
             continue
         rest = match.group("rest").strip()
+        if re.fullmatch(r"(?i)name\s*:?", rest):
+            rest = ""  # "Client Name", "Customer name:": the label of the name, whole
         block = [rest] if rest else []
         for following in lines[i + 1 :]:
             if _is_boundary(following) or _TAX_ID.match(following):
                 break
             block.append(following)
-        if block:
+        if block and not not_a_name(block[0]):
             found.put("customer.name", block[0], SURE)
             address = ", ".join(block[1:]) or None
             found.put("customer.address", address, LIKELY if address else WEAK)

@@ -173,10 +173,12 @@ DATE_PATTERNS = (
     # Year first with dots, as Hungarian, Korean and Lithuanian print it ("2024.03.04.",
     # "2024. 03. 04.").
     ("iso", re.compile(r"\b(?P<y>\d{4})\.\s?(?P<m>\d{1,2})\.\s?(?P<d>\d{1,2})\b\.?")),
-    ("dot", re.compile(r"\b(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{4})\b")),
+    # "19.5.2024", and with a space after each dot as Czech and Slovak print it ("19. 5. 2024").
+    ("dot", re.compile(r"\b(?P<d>\d{1,2})\.\s?(?P<m>\d{1,2})\.\s?(?P<y>\d{4})\b")),
     # "04.03.24": German day, month and a two-digit year (read in this century).
     ("dot", re.compile(r"(?<![\d.,])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{2})(?![\d.,]|\.\d)")),
-    ("slash", re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b")),
+    # "19/5/2024", and with spaces around the slashes: "19 / 5 / 2024".
+    ("slash", re.compile(r"\b(?P<a>\d{1,2})\s?/\s?(?P<b>\d{1,2})\s?/\s?(?P<y>\d{4})\b")),
     ("slash", re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b")),
     # "22/10/21": a two-digit year, read in this century (tried after the four-digit forms).
     ("slash", re.compile(r"(?<![\d/.,])(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{2})(?![\d/.,])")),
