@@ -475,3 +475,18 @@ def test_the_line_reader_takes_no_label_for_a_name_and_no_bare_dollar_for_sure()
     assert invoice.customer.name != "Name"
     assert fields["customer.name"] < 0.9 or invoice.customer.name is None
     assert invoice.currency == "USD" and fields["currency"] < 0.9
+
+
+def test_a_sum_s_label_in_a_row_of_labels_over_their_values() -> None:
+    data = invoice_data(
+        [
+            (40, 40, "AVIS DE PAIEMENT · AVVISO DI PAGAMENTO"),
+            (40, 70, "Cantine scolaire 2024/2025", 14),
+            (40, 120, "Montant · Importo"),
+            (200, 120, "avant le · entro il"),
+            (40, 134, "86,50 Euro", 14),
+            (200, 134, "15/11/2024"),
+        ]
+    )
+    assert data["total"] == "86.50"
+    assert data["currency"] == "EUR"

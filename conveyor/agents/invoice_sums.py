@@ -105,7 +105,9 @@ def candidates(sheet: Sheet) -> list[Amount]:
                     values.append((right[-1], 0.8))
             # The last label of its line, or a row of labels over a row of values
             # ("Wartość netto | Kwota VAT | Wartość brutto"): the value is below it.
-            if not values and (c == len(cells) - 1 or sum_label(cells[c + 1].text)):
+            if not values and (
+                c == len(cells) - 1 or sum_label(cells[c + 1].text) or _a_heading(cells[c + 1])
+            ):
                 for spot in sheet.below(i, cell, 1):
                     value = sheet.amount(spot.text)
                     if isinstance(value, Decimal):
@@ -133,6 +135,18 @@ def _qualified(sheet: Sheet, cells: tuple[Cell, ...]) -> tuple[Cell, ...]:
         else:
             joined.append(cell)
     return tuple(joined)
+
+
+def _a_heading(cell: Cell) -> bool:
+    """Whether the cell after a sum's label is another label over its own value, as in a
+    row of labels over a row of values ("Betrag · Importo | vor dem · entro il" over
+    "152,00 Euro | 24/10/2024"): words only, short, in two languages or with a colon."""
+    text = cell.text.strip()
+    return (
+        not any(ch.isdigit() for ch in text)
+        and len(text.split()) <= 6
+        and ("\u00b7" in text or " / " in text or text.endswith(":"))
+    )
 
 
 @lru_cache(maxsize=4096)
