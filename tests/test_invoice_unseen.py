@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
+from conveyor.agents.invoice_labels import field_label
 from conveyor.agents.invoice_marks import label_row, not_a_name
 from conveyor.agents.invoice_rules import read_invoice
 from conveyor.agents.invoice_sheet import Sheet
@@ -490,3 +491,9 @@ def test_a_sum_s_label_in_a_row_of_labels_over_their_values() -> None:
     )
     assert data["total"] == "86.50"
     assert data["currency"] == "EUR"
+
+
+def test_brazil_s_electronic_invoice_names_number_its_document() -> None:
+    assert field_label("NFC-e nº 1629 Série 1") == ("number", len("NFC-e nº"))
+    assert field_label("Nota Fiscal Nº 12") == ("number", len("Nota Fiscal Nº"))
+    assert field_label("NF-e N°. 1")[0] == "number"  # type: ignore[index]

@@ -55,7 +55,9 @@ _END = r"(?![a-z])"  # a label ends where its word does: "ust" is not "ustensile
 # the fixed phrases below.
 _DOCUMENT_WORD = (
     r"(?:invoice|inv|bill|rechnungs?|rg|beleg|facture|factura|fattura|factuur|faktura|"
-    r"faktury|fatura|laskun?|statement|receipt|recibo|kvittering|kvitto|document)"
+    r"faktury|fatura|laskun?|statement|receipt|recibo|kvittering|kvitto|document|"
+    # Brazil's electronic invoices: "Nota Fiscal", "NF-e", "NFC-e" (a consumer's), "NFS-e".
+    r"nota\s*fiscal|nf[cs]?\s*-?\s*e)"
 )
 _NUMBER_SIGN = r"(?:n\s*\.?\s*[o°º]|no|nr|nro|num|numero|number|nummer|numer|ref|#|id)\.?"
 _NUMBERED = [
