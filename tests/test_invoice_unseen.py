@@ -497,3 +497,36 @@ def test_brazil_s_electronic_invoice_names_number_its_document() -> None:
     assert field_label("NFC-e nº 1629 Série 1") == ("number", len("NFC-e nº"))
     assert field_label("Nota Fiscal Nº 12") == ("number", len("Nota Fiscal Nº"))
     assert field_label("NF-e N°. 1")[0] == "number"  # type: ignore[index]
+
+
+def _boxes(icms: str, st: str, products: str, note: str) -> Draw:
+    """A form's row of boxes: each label at its box's left, its value flush right."""
+    return [
+        (40, 40, "Loja Azul Ltda", 11),
+        (400, 40, "NF-e Nº 77"),
+        (400, 52, "Emissão: 14/01/2025"),
+        (25, 300, "BASE DE CÁLCULO DO ICMS", 5),
+        (125, 300, "VALOR DO ICMS", 5),
+        (240, 300, "VALOR DO ICMS ST", 5),
+        (355, 300, "VALOR TOTAL DOS PRODUTOS", 5),
+        (120, 312, "50,00", "right"),
+        (235, 312, icms, "right"),
+        (350, 312, st, "right"),
+        (470, 312, products, "right"),
+        (25, 330, "VALOR DO FRETE", 5),
+        (125, 330, "DESCONTO", 5),
+        (240, 330, "VALOR DO IPI", 5),
+        (355, 330, "VALOR TOTAL DA NOTA", 5),
+        (120, 342, "0,00", "right"),
+        (235, 342, "0,00", "right"),
+        (350, 342, "0,00", "right"),
+        (470, 342, note, "right"),
+    ]
+
+
+def test_a_row_of_boxes_gives_each_label_the_value_in_its_box() -> None:
+    on_top = invoice_data(_boxes("0,00", "0,59", "76,08", "76,67"))
+    assert (on_top["subtotal"], on_top["tax"], on_top["total"]) == ("76.08", "0.59", "76.67")
+    # A tax printed and nothing added: the taxes are inside the prices, no net is printed.
+    inside = invoice_data(_boxes("9,00", "0,00", "76,08", "76,08"))
+    assert (inside["subtotal"], inside["tax"], inside["total"]) == (None, None, "76.08")

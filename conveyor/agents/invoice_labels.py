@@ -296,8 +296,13 @@ SUM_LABELS: dict[str, list[str]] = {
         r"summe\s*(?:der\s*|aller\s*)?positionen(?:\s*netto)?",
         r"line\s*total",
         r"total\s*(?:of\s*)?(?:items|lines)",
+        # Portuguese: "Valor total dos produtos", "Total dos produtos e serviços".
+        r"(?:valor\s*)?total\s*dos\s*(?:produtos|servicos)(?:\s*e\s*servicos)?",
     ],
     "tax": [
+        # Brazil's taxes, each by its name: "Valor do ICMS", "Valor do ICMS ST", "Valor do
+        # IPI", "Valor do ISS".
+        r"valor\s*(?:total\s*)?do\s*(?:icms(?:\s*st)?|ipi|issqn|iss|pis|cofins)",
         # A sum's word straight before the tax's is the tax's total in every language, as
         # "Total VAT" is: "Summe Umsatzsteuer", "Summe MwSt.", "Totale IVA", "Somme TVA".
         rf"{_SUM_WORD}\s*(?:der\s*|de\s*(?:la\s*)?|del\s*)?{_TAX_WORD}",
@@ -400,6 +405,7 @@ SUM_LABELS: dict[str, list[str]] = {
     # Charges and discounts between the net and the total: net + tax + charges -
     # discounts = gross.
     "charge": [
+        r"valor\s*do\s*(?:frete|seguro)|outras\s*despesas(?:\s*acessorias)?",
         r"shipping(?:\s*(?:&|and)\s*handling)?(?:\s*(?:charges?|costs?|fees?))?",
         r"handling(?:\s*(?:charges?|fees?))?",
         r"freight",
@@ -444,6 +450,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"quellensteuer",
     ],
     "-sum": [
+        # A tax's base, not a sum: "Base de cálculo do ICMS", "Base imponible" stays a net.
+        r"base\s*de\s*calculo(?:\s*do\s*\w+(?:\s*st)?)?",
         r"balance",
         r"residual",
         r"(?:amount\s*)?paid",

@@ -18,7 +18,7 @@ from functools import lru_cache
 from itertools import product
 
 from conveyor.agents.invoice_labels import NO_VAT, sum_label
-from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.invoice_sheet import BELOW_LINES, Sheet, Spot
 from conveyor.agents.invoice_table import find_header
 from conveyor.agents.values import currency_of
 from conveyor.documents.layout import Cell, Line
@@ -108,7 +108,9 @@ def candidates(sheet: Sheet) -> list[Amount]:
             if not values and (
                 c == len(cells) - 1 or sum_label(cells[c + 1].text) or _a_heading(cells[c + 1])
             ):
-                for spot in sheet.below(i, cell, 1):
+                boxed = sum(1 for found_label in labelled if found_label) >= 3
+                spots = _in_its_box(sheet, i, cells, c) if boxed else sheet.below(i, cell, 1)
+                for spot in spots:
                     value = sheet.amount(spot.text)
                     if isinstance(value, Decimal):
                         values.append((value, 0.6))
@@ -135,6 +137,24 @@ def _qualified(sheet: Sheet, cells: tuple[Cell, ...]) -> tuple[Cell, ...]:
         else:
             joined.append(cell)
     return tuple(joined)
+
+
+def _in_its_box(sheet: Sheet, index: int, cells: tuple[Cell, ...], c: int) -> list[Spot]:
+    """The value under a label of a row of three labels or more, as a form's boxes print
+    it: anywhere in the label's box, which runs from the label to the next one, often set
+    flush right against the next box ("VALOR DO ICMS | VALOR DO ICMS ST" over
+    "0,00 | 0,59", each amount ending where the next label begins)."""
+    line = sheet.lines[index]
+    left = cells[c].x0 - 4
+    right = cells[c + 1].x0 + 4 if c + 1 < len(cells) else sheet.page_width(line.page) + 50
+    for j in range(index + 1, min(len(sheet.lines), index + 4)):
+        other = sheet.lines[j]
+        if other.page != line.page or other.y0 - line.y1 > BELOW_LINES * line.height:
+            break
+        inside = [v for v in other.cells if v.x1 > left and v.x1 <= right and v.x0 >= left - 40]
+        if inside:
+            return [Spot(inside[0].text, "below", j, inside[0])]
+    return []
 
 
 def _a_heading(cell: Cell) -> bool:
@@ -264,6 +284,18 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
             conf[name] = SURE if picked.weight >= 0.8 and not rivals else LIKELY
         else:
             conf[name] = WEAK if not rivals else GUESS
+    if (
+        agree
+        and result.tax == 0
+        and result.net == result.gross
+        and net.kind == "lines"
+        and any(0 < a.value < result.gross for a in taxes if result.gross is not None)
+    ):
+        # The items' total is the total, a tax is printed (not zero) and nothing is added:
+        # the taxes are inside the prices (Brazil's ICMS on its base), and a total without
+        # them is printed nowhere. A sum labelled as without tax stays the net.
+        result.net, result.tax = None, None
+        conf["subtotal"], conf["tax"] = 0.0, LIKELY
     if result.tax is None and agree:
         conf["tax"] = LIKELY  # nothing is missing from the total: no tax is charged
     if agree and held:
