@@ -43,6 +43,7 @@ from conveyor.worker.leases import LeaseKeeper
 from conveyor.worker.outbox import Outbox
 from conveyor.worker.prefetch import Timings, prefetch
 from conveyor.worker.rollup_fold import RollupFolder
+from conveyor.worker.signals import Signal
 from conveyor.worker.slots import Slots
 from conveyor.worker.vacuum import Vacuumer
 
@@ -84,9 +85,9 @@ class Worker:
         # Claimed tasks waiting for a free slot; unless set, as many as the tasks' length
         # calls for (conveyor.worker.prefetch).
         self._prefetch_fixed = prefetch
-        self._stop = asyncio.Event()
+        self._stop = Signal()
         self._started = asyncio.Event()
-        self._wake = asyncio.Event()
+        self._wake = Signal()
         self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="conveyor-agent")
         self.timings = Timings()
         self.pricer = Pricer(parse_prices(settings.llm_prices))

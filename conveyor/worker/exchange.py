@@ -29,6 +29,7 @@ from conveyor.queue import AttemptOutcome, Outcome
 from conveyor.worker.outbox import Outbox
 from conveyor.worker.outcomes import line, unstorable
 from conveyor.worker.prefetch import Timings
+from conveyor.worker.signals import Signal, first_set
 from conveyor.worker.slots import Slots
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,8 @@ class Exchange:
         windows: dict[str, float],
         timed: set[str],
         poll_seconds: float,
-        stop: asyncio.Event,
-        wake: asyncio.Event,
+        stop: Signal,
+        wake: Signal,
     ) -> None:
         self.worker_id = worker_id
         self.slots = slots
@@ -188,10 +189,7 @@ class Exchange:
                 self.slots.slot_free.clear()
             events += [self.stop, self.wake if free > 0 else self.slots.slot_free]
         self.outbox.progress.clear()
-        woken = await first(
-            *(e.wait() for e in events),
-            within=None if stopping else self.poll_interval(),
-        )
+        woken = await first_set(events, within=None if stopping else self.poll_interval())
         # Whether an event woke us, not whether one is set now: the other lane may have
         # cleared it meanwhile, and taking that for the poll interval made two idle lanes
         # wake each other for ever (an idle worker claimed ~1,000 times a second).

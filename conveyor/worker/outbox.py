@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from conveyor.queue import Outcome
+from conveyor.worker.signals import Signal
 
 
 class Outbox:
     def __init__(self) -> None:
         self.outcomes: list[Outcome] = []
-        self.ready = asyncio.Event()  # an outcome is waiting
-        self.progress = asyncio.Event()  # an exchange ended, or a callback ended an attempt
+        self.ready = Signal()  # an outcome is waiting
+        self.progress = Signal()  # an exchange ended, or a callback ended an attempt
 
     def report(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)

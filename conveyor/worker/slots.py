@@ -14,6 +14,7 @@ from conveyor.queue import AttemptOutcome, ClaimedTask
 from conveyor.worker.attempts import Attempts, Run
 from conveyor.worker.outbox import Outbox
 from conveyor.worker.outcomes import RELEASED, STOPPED
+from conveyor.worker.signals import Signal
 
 
 class Slots:
@@ -32,7 +33,7 @@ class Slots:
         self.held: dict[int, int] = {}  # task id -> attempt
         self.buffer: collections.deque[tuple[ClaimedTask, float]] = collections.deque()
         self.running: dict[int, Run] = {}  # by task id
-        self.slot_free = asyncio.Event()
+        self.slot_free = Signal()
         self.claimed_count = 0
         self.settled_count = 0  # attempts a callback ended (nothing for the exchange to write)
 
