@@ -530,3 +530,26 @@ def test_a_row_of_boxes_gives_each_label_the_value_in_its_box() -> None:
     # A tax printed and nothing added: the taxes are inside the prices, no net is printed.
     inside = invoice_data(_boxes("9,00", "0,00", "76,08", "76,08"))
     assert (inside["subtotal"], inside["tax"], inside["total"]) == (None, None, "76.08")
+
+
+def test_a_title_set_large_across_the_page_from_the_letterhead_carries_the_number() -> None:
+    data = invoice_data(
+        [
+            (40, 50, "Nordwerk Metall GmbH", 12),
+            (380, 50, "Rechnung RE-4471", 16),
+            (40, 66, "Hafenweg 3"),
+            (40, 78, "20457 Hamburg"),
+            (380, 100, "Datum: 04.03.2024"),
+            (40, 200, "Beschreibung"),
+            (450, 200, "Betrag"),
+            (40, 214, "Fräsarbeiten"),
+            (450, 214, "100,00"),
+            (40, 250, "Nettobetrag"),
+            (450, 250, "100,00"),
+            (40, 264, "MwSt. 19 %"),
+            (450, 264, "19,00"),
+            (40, 278, "Gesamtbetrag"),
+            (450, 278, "119,00 EUR"),
+        ]
+    )
+    assert data["number"] == "RE-4471"

@@ -174,6 +174,20 @@ def _in_a_block(sheet: Sheet, index: int, cell: Cell) -> bool:
     return False
 
 
+def _a_title(cells: Sequence[Cell], c: int) -> bool:
+    """Whether the cell may be the invoice's title: the first of its line, or one set
+    larger than every cell before it (a title across the page from the letterhead:
+    "Acme GmbH ... RECHNUNG RE-17")."""
+    if c == 0:
+        return True
+    size = _size(cells[c])
+    return all(size >= 1.1 * _size(other) for other in cells[:c])
+
+
+def _size(cell: Cell) -> float:
+    return max(w.y1 - w.y0 for w in cell.words)
+
+
 def numbers(sheet: Sheet) -> list[Candidate]:
     found: list[Candidate] = []
     for i, line in enumerate(sheet.lines):
@@ -194,7 +208,7 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                         below = min(sure, FAIR)
                         found.append(Candidate(number, sure if spot.how != "below" else below, i))
                         break
-            elif c == 0 and TITLE.match(fold(cell.text)):
+            elif _a_title(line.cells, c) and TITLE.match(fold(cell.text)):
                 number, _ = title_number(title_run(sheet, i, c))
                 if number:
                     found.append(Candidate(number, LIKELY, i))
@@ -303,7 +317,7 @@ def dates(
                         # Two dates in one value: which is due is a guess at best.
                         sure = SURE if spot.how != "below" else LIKELY
                         due.append((tokens[0], sure if len(tokens) == 1 else FAIR, i))
-            elif c == 0 and TITLE.match(fold(cell.text)):
+            elif _a_title(line.cells, c) and TITLE.match(fold(cell.text)):
                 number, rest = title_number(title_run(sheet, i, c))
                 words = rest.split()
                 if number and words and dates_in(words[0]) and is_value(rest):
