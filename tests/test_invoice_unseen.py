@@ -553,3 +553,29 @@ def test_a_title_set_large_across_the_page_from_the_letterhead_carries_the_numbe
         ]
     )
     assert data["number"] == "RE-4471"
+
+
+def test_a_row_of_the_invoice_s_own_labels_is_no_item_table_header() -> None:
+    data = invoice_data(
+        [
+            (40, 37, "Costa Azul S.L.", 12),
+            (40, 115, "FACTURA", 16),
+            (210, 141, "Nº Factura"),
+            (315, 141, "Nº cliente"),
+            (420, 141, "Fecha"),
+            (525, 141, "Fecha de vencimiento"),
+            (40, 153, "Bodegas Norte S.A."),
+            (210, 153, "F-1239"),
+            (315, 153, "C-8234"),
+            (420, 153, "9 de febrero de 2025"),
+            (525, 153, "23 de febrero de 2025"),
+            (40, 251, "Concepto"),
+            (500, 251, "Total"),
+            (40, 269, "Mantenimiento"),
+            (500, 269, "300,00 €"),
+            (40, 309, "Importe total"),
+            (500, 309, "300,00 €"),
+        ]
+    )
+    assert data["issue_date"] == "2025-02-09"
+    assert data["due_date"] == "2025-02-23"

@@ -430,8 +430,13 @@ def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
 
 
 def _heads_a_table(cells: Sequence[Cell], label: Cell) -> bool:
-    """Whether a label stands in a row of column headers (two more besides it)."""
-    return sum(1 for c in cells if c is not label and column_kind(c.text)) >= 2
+    """Whether a label stands in a row of column headers (two more besides it). A cell
+    that is a field's label ("Nº Factura", "Nº cliente", "Fecha de vencimiento") heads
+    the invoice's own values, not an item column."""
+    return (
+        sum(1 for c in cells if c is not label and column_kind(c.text) and not field_label(c.text))
+        >= 2
+    )
 
 
 def choose_dates(
