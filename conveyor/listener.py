@@ -22,6 +22,11 @@ lease renewal (conveyor.worker.leases). Sharing the web's exact handover
 worker nothing and send every listener in the system a marker per renewal of every
 worker. The event stream, whose clients would be told to refresh, needs that exactness:
 its feeds are Listeners with `renew=False`, renewed by the handover on the same schedule.
+
+A worker's listener also claims (`after_events`, conveyor.worker.exchange.Exchange.
+claim_idle): between two batches of NOTIFYs the connection is free for a statement, and
+the server process behind it, which has just sent the NOTIFY, answers sooner than a pooled
+connection's that slept. Such a connection is bounded like the pool's (`statement_timeout`).
 """
 
 from __future__ import annotations
@@ -31,10 +36,11 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from conveyor.db.credentials import connect_to, for_url
 from conveyor.log import fields
@@ -45,6 +51,9 @@ CHANNEL = "conveyor"
 #: The longest wait between reconnection attempts: events flow again within it of the
 #: server's return (a refused attempt costs next to nothing).
 MAX_RETRY_DELAY = 0.5
+#: pg_stat_activity.application_name of LISTEN connections (unless the URL names one): a
+#: worker's also runs its idle claims, so its last query is not always the LISTEN.
+APPLICATION_NAME = "conveyor listener"
 #: Seconds a connection attempt may take.
 CONNECT_TIMEOUT = 5
 #: Seconds before a renewal that could not connect is tried again (the old connection
@@ -52,13 +61,26 @@ CONNECT_TIMEOUT = 5
 RETRY_RENEW = 1.0
 
 
-async def open_listening(url: str) -> psycopg.AsyncConnection[Any]:
+async def open_listening(
+    url: str, *, statement_timeout: float | None = None
+) -> psycopg.AsyncConnection[Any]:
     """A connection of its own to `url`, LISTENing on CHANNEL. With the URL's registered
     credentials, if they rotate: a refused login asks for fresh ones once, a provider that
-    fails is a connection error like any other."""
-    conn = await connect_to(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    fails is a connection error like any other. `statement_timeout` (seconds), for a
+    connection that also runs statements (a worker's idle claims, Listener.after_events),
+    bounds them as the pool bounds its own, set in the same round trip as the LISTEN."""
+    options: dict[str, Any] = {}
+    if "application_name" not in psycopg.conninfo.conninfo_to_dict(url):
+        options["application_name"] = APPLICATION_NAME
+    conn = await connect_to(
+        url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, row_factory=dict_row, **options
+    )
+    setup = f"LISTEN {CHANNEL}"
+    if statement_timeout is not None:
+        ms = int(statement_timeout * 1000)
+        setup += f"; SET statement_timeout = {ms}; SET idle_in_transaction_session_timeout = {ms}"
     try:
-        await conn.execute(f"LISTEN {CHANNEL}")
+        await conn.execute(setup)
     except BaseException:
         with contextlib.suppress(psycopg.Error):
             await conn.close()
@@ -82,11 +104,19 @@ class Listener:
         *,
         on_reconnect: Callable[[], None] | None = None,
         renew: bool = True,
+        after_events: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None = None,
+        statement_timeout: float | None = None,
     ) -> None:
         self.url = url
         self.on_event = on_event
         self.on_reconnect = on_reconnect
         self.renew = renew
+        # Run after each batch of NOTIFYs has been handed to on_event, with the listening
+        # connection, which is free for statements until it returns (NOTIFYs that arrive
+        # meanwhile wait in psycopg, and come next). A worker claims there, on a server
+        # process that is awake (it has just sent the NOTIFY): see Worker._after_events.
+        self.after_events = after_events
+        self.statement_timeout = statement_timeout
         self.renewals = 0  # connections replaced before their credentials' end
         self._listening = asyncio.Event()
         self._conn: psycopg.AsyncConnection[Any] | None = None
@@ -108,7 +138,7 @@ class Listener:
         reconnecting = False
         while True:
             try:
-                self._conn = await open_listening(self.url)
+                self._conn = await self._open()
                 self._listening.set()
                 if reconnecting:
                     self._reconnected()
@@ -147,18 +177,37 @@ class Listener:
         delay = renewal_delay(self.url, self._conn) if self.renew else None
         return None if delay is None else time.monotonic() + delay
 
+    async def _open(self) -> psycopg.AsyncConnection[Any]:
+        return await open_listening(self.url, statement_timeout=self.statement_timeout)
+
     async def _hear(self, seconds: float | None) -> None:
         """Hand on the current connection's NOTIFYs for `seconds` (None: until it fails)."""
-        assert self._conn is not None
+        conn = self._conn
+        assert conn is not None
         timeout = None if seconds is None else max(0.0, seconds)
-        async for notify in self._conn.notifies(timeout=timeout):
-            self._dispatch(notify.payload)
+        if self.after_events is None:
+            async for notify in conn.notifies(timeout=timeout):
+                self._dispatch(notify.payload)
+            return
+        # A batch at a time (stop_after=1 ends the generator after the NOTIFYs that came
+        # together), so that after_events can use the connection between batches.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            heard = False
+            async for notify in conn.notifies(timeout=remaining, stop_after=1):
+                self._dispatch(notify.payload)
+                heard = True
+            if heard:
+                await self.after_events(conn)
+            elif deadline is not None and time.monotonic() >= deadline:
+                return
 
     async def _renewed(self) -> bool:
         """Replace the current connection with one opened now, with fresh credentials;
         False if that failed (the current one goes on listening)."""
         try:
-            fresh = await open_listening(self.url)
+            fresh = await self._open()
         except psycopg.Error as exc:
             log.warning(
                 "could not renew the LISTEN connection; retrying",

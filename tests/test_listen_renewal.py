@@ -22,7 +22,7 @@ import psycopg
 
 from conveyor import App
 from conveyor.db.credentials import Credentials, register
-from conveyor.listener import Listener
+from conveyor.listener import APPLICATION_NAME, Listener
 from conveyor.settings import Settings
 from tests import scram_server as scram
 from tests.conftest import wait_for
@@ -57,7 +57,8 @@ async def test_a_worker_s_listen_is_renewed_before_its_token_expires(
         env=rotating.env(TOKEN_LIFE) | {"CONVEYOR_POLL_INTERVAL": "60"},
         log_path=tmp_path / "worker.log",
     )
-    # pid -> (backend_start, last seen), for the role's LISTEN connections: the worker's.
+    # pid -> (backend_start, last seen), for the role's LISTEN connections: the worker's
+    # (by their application_name: the last query of one is also the worker's idle claim).
     seen: dict[int, tuple[float, float]] = {}
     killed = 0
     stop = asyncio.Event()
@@ -71,8 +72,8 @@ async def test_a_worker_s_listen_is_renewed_before_its_token_expires(
                 " extract(epoch FROM now())::float8,"
                 " CASE WHEN backend_start < now() - make_interval(secs => %s)"
                 "   THEN pg_terminate_backend(pid) ELSE false END"
-                " FROM pg_stat_activity WHERE usename = %s AND query LIKE 'LISTEN%%'",
-                (TOKEN_LIFE, rotating.role),
+                " FROM pg_stat_activity WHERE usename = %s AND application_name = %s",
+                (TOKEN_LIFE, rotating.role, APPLICATION_NAME),
             )
             for pid, started, now, ended in await cur.fetchall():
                 seen[pid] = (started, now)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conveyor import App, PermanentFailure, Task, TaskStatus, Throttled, queue
+from conveyor.listener import APPLICATION_NAME
 from conveyor.policy import backoff
 from conveyor.settings import Settings
 from conveyor.worker import Worker, claim_sizes
@@ -213,6 +214,69 @@ async def test_a_notify_wakes_an_idle_worker_long_before_the_poll(settings: Sett
         )
         assert worker.finished_count == 1
     await app.aclose()
+
+
+async def test_an_idle_worker_claims_on_the_connection_that_heard_the_notify(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle worker's claim runs on its LISTEN connection (Exchange.claim_idle), whose
+    server process has just sent the NOTIFY, not on a pooled connection."""
+    names: list[str | None] = []
+    real = queue.claim_alone
+
+    async def noted(conn: Any, **kwargs: Any) -> Any:
+        names.append(conn.info.parameter_status("application_name"))
+        return await real(conn, **kwargs)
+
+    monkeypatch.setattr(queue, "claim_alone", noted)
+    app = App(settings=dataclasses.replace(settings, poll_interval=60))
+    app.agent("double")(_double)
+    async with Running(Worker(app, concurrency=1)) as worker:
+        for n in range(3):
+            await wait_for(lambda: _at_rest(worker), what="an idle worker")
+            task_id = await app.enqueue_async("double", {"n": n})
+
+            def finished(count: int = n + 1) -> bool:
+                return worker.finished_count == count
+
+            await wait_for(finished, timeout=5, what="a claim")
+            assert await status_of(app, task_id) == TaskStatus.COMPLETED
+        assert worker.exchange.idle_claims == 3
+        assert names == [APPLICATION_NAME] * 3
+    await app.aclose()
+
+
+async def test_a_failed_claim_on_the_listen_connection_leaves_it_to_the_lanes(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The idle claim on the LISTEN connection fails after its statement may have
+    committed: the lanes release what it may have claimed and claim the task again."""
+    real = queue.claim_alone
+
+    async def committed_unheard(conn: Any, **kwargs: Any) -> Any:
+        await real(conn, **kwargs)  # claimed in the database...
+        raise ConnectionError("... but the answer was lost")
+
+    monkeypatch.setattr(queue, "claim_alone", committed_unheard)
+    app = App(settings=dataclasses.replace(settings, poll_interval=60))
+    app.agent("double")(_double)
+    async with Running(Worker(app, concurrency=1)) as worker:
+        await wait_for(lambda: _at_rest(worker), what="an idle worker")
+        task_id = await app.enqueue_async("double", {"n": 21})
+        await wait_for(
+            lambda: _all(app, [task_id], TaskStatus.COMPLETED), timeout=10, what="the lanes"
+        )
+        assert worker.exchange.idle_claims == 0
+    task = await app.get_task_async(task_id)
+    assert task.result == 42
+    assert [a.status for a in task.attempt_history] == ["lost", "succeeded"]
+    await app.aclose()
+
+
+def _at_rest(worker: Worker) -> bool:
+    """Idle, its start-up claims done: the next task is claimed when a NOTIFY says so."""
+    exchange = worker.exchange
+    return not exchange.work_maybe and not exchange.claiming and not worker.slots.running
 
 
 async def _double(task: Task) -> int:

@@ -37,6 +37,7 @@ from conveyor.queue.exchange import (
     UNSTORABLE_RESULT,
     _outcome_arrays,  # benchmarks/finish_cost.py times the arrays a finish sends
     claim,
+    claim_alone,
     finish,
     finish_and_claim,
     renew_leases,
@@ -101,6 +102,7 @@ __all__ = [
     "check_spawn",
     "children_of",
     "claim",
+    "claim_alone",
     "enqueue_many",
     "finish",
     "finish_and_claim",

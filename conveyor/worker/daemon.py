@@ -88,6 +88,7 @@ class Worker:
         self._stop = Signal()
         self._started = asyncio.Event()
         self._wake = Signal()
+        self._work_heard = False  # a NOTIFY of new work, not yet claimed for
         self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="conveyor-agent")
         self.timings = Timings()
         self.pricer = Pricer(parse_prices(settings.llm_prices))
@@ -173,7 +174,13 @@ class Worker:
         vacuumer = self.vacuumer = Vacuumer(db)
         folder = self.folder = RollupFolder(db)
         listener = (
-            Listener(db.url, self._on_notify, on_reconnect=self._wake.set)
+            Listener(
+                db.url,
+                self._on_notify,
+                on_reconnect=self._wake.set,
+                after_events=lambda conn: self._after_events(conn, db),
+                statement_timeout=db.statement_timeout,
+            )
             if self.settings.listen
             else None
         )
@@ -273,11 +280,21 @@ class Worker:
     # -----------------------------------------------------------------------------------
     # Notifications
 
+    async def _after_events(self, conn: Any, db: Database) -> None:
+        """After a batch of NOTIFYs: if one said there is new work, the idle claim on the
+        connection that heard it (Exchange.claim_idle says why), else a wake-up of the
+        lanes, which claim on their own connections."""
+        if not self._work_heard:
+            return
+        self._work_heard = False
+        if not await self.exchange.claim_idle(conn, db.answer_timeout):
+            self._wake.set()
+
     def _on_notify(self, event: dict[str, Any]) -> None:
         status = event.get("status")
         agent = event.get("agent")
         if status == "enqueued" and isinstance(agent, str) and agent in self.specs:
-            self._wake.set()
+            self._work_heard = True  # claimed for in _after_events, after the batch
         ids = event.get("ids", ())
         if not isinstance(ids, list):
             return  # anyone who may NOTIFY can send anything: not ours
