@@ -579,3 +579,28 @@ def test_a_row_of_the_invoice_s_own_labels_is_no_item_table_header() -> None:
     )
     assert data["issue_date"] == "2025-02-09"
     assert data["due_date"] == "2025-02-23"
+
+
+def test_a_date_label_beside_other_labels_over_their_dates() -> None:
+    assert field_label("Date de facturation") == ("issue", len("Date de facturation"))
+    data = invoice_data(
+        [
+            (40, 33, "Facture", 16),
+            (210, 141, "Facture N°"),
+            (315, 141, "Réf. client"),
+            (420, 141, "Date de facturation"),
+            (525, 141, "À payer avant le"),
+            (40, 153, "Atelier Lune SAS"),
+            (210, 153, "2021-335"),
+            (315, 153, "C-9922"),
+            (420, 153, "17 juin 2026"),
+            (525, 153, "1 juillet 2026"),
+            (40, 251, "Désignation"),
+            (491, 251, "Montant"),
+            (40, 269, "Création du site"),
+            (491, 269, "300,00 EUR"),
+            (415, 306, "Total TTC :"),
+            (491, 306, "300,00 EUR"),
+        ]
+    )
+    assert data["issue_date"] == "2026-06-17"

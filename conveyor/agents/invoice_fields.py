@@ -302,7 +302,10 @@ def dates(
                 continue  # "Date | Project | Hours | Amount": the rows' dates, not the invoice's
             if label and label[0] in ("issue", "date"):
                 spots = sheet.values_of(i, c, label[1], below=1)
-                token = _date_from(sheet, [s.text for s in spots[:3]])
+                # Another field's label beside it is that field's, no value of this one
+                # ("Date de facturation | À payer avant le | ..." over their dates).
+                texts = [s.text for s in spots if s.how == "same" or not field_label(s.text)]
+                token = _date_from(sheet, texts[:3])
                 if token:
                     issue.append((token, SURE if label[0] == "issue" else FAIR, i))
             elif label and label[0] == "due":

@@ -73,7 +73,10 @@ _DATED = [
     _DOCUMENT_WORD + r"\s*-?\s*" + _DATE_WORD,
     _DATE_WORD
     + r"\s*(?:(?:of|de|der|du|des|della|del|da|do|van)\s+)?(?:(?:la|het|the|il)\s+)?"
-    + r"(?:invoice|bill|rechnung|facture|factura|fattura|factuur|faktury?|fatura|receipt|recibo)",
+    + r"(?:invoice|bill|rechnung|facture|factura|fattura|factuur|faktury?|fatura|receipt|recibo|"
+    # The act of invoicing: "Date de facturation", "Fecha de facturación", "Data di
+    # fatturazione", "Datum van facturatie".
+    + r"facturation|facturacion|fatturazione|facturatie|faturamento)",
 ]
 
 # What a value behind each label is. Kinds starting with "-" are labels that must not be
