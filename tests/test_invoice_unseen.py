@@ -604,3 +604,22 @@ def test_a_date_label_beside_other_labels_over_their_dates() -> None:
         ]
     )
     assert data["issue_date"] == "2026-06-17"
+
+
+def test_a_date_s_label_that_begins_with_the_document_s_word_is_no_title() -> None:
+    data = invoice_data(
+        [
+            (40, 33, "Invoice", 16),
+            (380, 71, "Number:"),
+            (480, 71, "2024-543"),
+            (380, 85, "Invoice Date:"),
+            (480, 85, "12 Jul 2026"),
+            (40, 251, "Item"),
+            (520, 251, "Total"),
+            (40, 269, "Support hours"),
+            (491, 269, "900.00 GBP"),
+            (360, 337, "Total:"),
+            (491, 337, "900.00 GBP"),
+        ]
+    )
+    assert data["number"] == "2024-543"

@@ -208,7 +208,9 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                         below = min(sure, FAIR)
                         found.append(Candidate(number, sure if spot.how != "below" else below, i))
                         break
-            elif _a_title(line.cells, c) and TITLE.match(fold(cell.text)):
+            elif not label and _a_title(line.cells, c) and TITLE.match(fold(cell.text)):
+                # (A date's label that begins with the document's word, "Invoice Date: 12
+                # Jul 2026", is no title: "12" is its day, not the invoice's number.)
                 number, _ = title_number(title_run(sheet, i, c))
                 if number:
                     found.append(Candidate(number, LIKELY, i))
