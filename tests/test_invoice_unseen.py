@@ -623,3 +623,20 @@ def test_a_date_s_label_that_begins_with_the_document_s_word_is_no_title() -> No
         ]
     )
     assert data["number"] == "2024-543"
+
+
+def test_a_date_and_its_time_on_the_number_s_line_is_the_issue_date() -> None:
+    data = invoice_data(
+        [
+            (40, 30, "Loja Azul Ltda"),
+            (40, 100, "DESCRIÇÃO"),
+            (200, 100, "TOTAL"),
+            (40, 112, "Caneta"),
+            (200, 112, "10,00"),
+            (40, 140, "VALOR TOTAL R$"),
+            (200, 140, "10,00"),
+            (20, 180, "NFC-e nº 1629 Série 1 24/03/2020 13:33:20"),
+        ]
+    )
+    assert data["number"] == "1629"
+    assert data["issue_date"] == "2020-03-24"

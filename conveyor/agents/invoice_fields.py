@@ -300,6 +300,15 @@ def dates(
     for i, line in enumerate(sheet.lines):
         for c, cell in enumerate(line.cells):
             label = field_label(cell.text)
+            if label and label[0] == "number":
+                # "NFC-e nº 1629 Série 1 24/03/2020 13:33:20": a date and its time on the
+                # number's own line, the moment the invoice was issued.
+                rest = cell.text[label[1] :]
+                tokens = dates_in(rest)
+                if len(tokens) == 1 and re.search(
+                    re.escape(tokens[0].text) + r"\s+\d{1,2}:\d{2}(?::\d{2})?\b", rest
+                ):
+                    issue.append((tokens[0], WEAK, i))
             if label and label[0] == "date" and _heads_a_table(line.cells, cell):
                 continue  # "Date | Project | Hours | Amount": the rows' dates, not the invoice's
             if label and label[0] in ("issue", "date"):
