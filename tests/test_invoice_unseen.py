@@ -640,3 +640,24 @@ def test_a_date_and_its_time_on_the_number_s_line_is_the_issue_date() -> None:
     )
     assert data["number"] == "1629"
     assert data["issue_date"] == "2020-03-24"
+
+
+def test_of_two_dates_run_into_one_cell_the_due_date_is_the_one_under_its_label() -> None:
+    data = invoice_data(
+        [
+            (40, 33, "Tax Invoice", 16),
+            (260, 71, "Number"),
+            (365, 71, "Date"),
+            (470, 71, "Payment due"),
+            (260, 83, "F-5966"),
+            (365, 83, "Saturday, June 13, 2026"),
+            (470, 83, "June 27, 2026"),
+            (40, 251, "Description"),
+            (509, 251, "Amount"),
+            (40, 269, "Website design"),
+            (491, 269, "121.00 USD"),
+            (40, 323, "Total:"),
+            (491, 323, "121.00 USD"),
+        ]
+    )
+    assert data["due_date"] == "2026-06-27"

@@ -283,6 +283,24 @@ def is_value(text: str) -> bool:
     return value_words(text) <= _VALUE_WORDS + 2
 
 
+def _under(label: Cell, value: Cell, tokens: list[DateToken]) -> DateToken:
+    """Of the dates a cell below holds (two values set close enough to run into one cell,
+    "June 13, 2026 June 27, 2026" under "Date | Payment due"), the one that begins nearest
+    under the label's left edge."""
+    starts: list[float] = []
+    offset = 0
+    text = " ".join(w.text for w in value.words)
+    for token in tokens:
+        at = text.find(token.text, offset)
+        if at < 0:
+            return tokens[0]
+        offset = at + len(token.text)
+        words_before = len(text[:at].split())
+        starts.append(value.words[min(words_before, len(value.words) - 1)].x0)
+    best = min(range(len(tokens)), key=lambda k: abs(starts[k] - label.x0))
+    return tokens[best]
+
+
 def _date_from(sheet: Sheet, spots_text: list[str]) -> DateToken | None:
     for text in spots_text:
         tokens = dates_in(text)
@@ -328,9 +346,13 @@ def dates(
                         continue
                     tokens = dates_in(spot.text)
                     if tokens:
-                        # Two dates in one value: which is due is a guess at best.
+                        # Two dates in one value: which is due is a guess at best, the one
+                        # under the label when the value runs under several labels.
                         sure = SURE if spot.how != "below" else LIKELY
-                        due.append((tokens[0], sure if len(tokens) == 1 else FAIR, i))
+                        token = tokens[0]
+                        if len(tokens) > 1 and spot.how == "below" and spot.cell is not None:
+                            token = _under(cell, spot.cell, tokens)
+                        due.append((token, sure if len(tokens) == 1 else FAIR, i))
             elif _a_title(line.cells, c) and TITLE.match(fold(cell.text)):
                 number, rest = title_number(title_run(sheet, i, c))
                 words = rest.split()
