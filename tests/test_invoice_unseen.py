@@ -661,3 +661,28 @@ def test_of_two_dates_run_into_one_cell_the_due_date_is_the_one_under_its_label(
         ]
     )
     assert data["due_date"] == "2026-06-27"
+
+
+def test_a_label_under_the_seller_is_no_buyer_and_a_firm_alone_beside_it_is() -> None:
+    data = invoice_data(
+        [
+            (464, 71, "Invoice #: 88"),
+            (403, 89, "Created: March 4, 2024"),
+            (57, 154, "Quillfeather, Inc."),
+            (470, 154, "Brightwater Ltd."),
+            (57, 172, "7 Harbor Road"),
+            (485, 172, "Jane Roe"),
+            (57, 190, "Portland, OR 97201"),
+            (430, 190, "jane@example.com"),
+            (52, 247, "Payment Method"),
+            (498, 247, "Check #"),
+            (52, 274, "Check"),
+            (517, 274, "1000"),
+            (52, 310, "Item"),
+            (515, 310, "Price"),
+            (52, 337, "Website design"),
+            (501, 337, "$300.00"),
+            (466, 416, "Total: $300.00"),
+        ]
+    )
+    assert party(data, "customer") == "Brightwater Ltd."

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from conveyor.agents.invoice_columns import TABLE_END
 from conveyor.agents.invoice_labels import (
     SALUTATION,
     TAX_ID,
@@ -183,6 +184,8 @@ def buyer_by_evidence(
             continue
         if SALUTATION.match(fold(text)):
             continue
+        if TABLE_END.match(fold(text)) or field_label(text) or sum_label(text):
+            break  # "Payment Method", "Total", a field's label: the address block has ended
         return Party(text, FAIR)
     return Party()
 
@@ -270,7 +273,7 @@ def buyer_by_name_alone(sheet: Sheet, vendor: str | None) -> Party:
             text = cell.text.strip()
             if cell in sellers_block or seller in fold(text) or fold(text) in seller:
                 continue
-            if not _NAME_ALONE.match(text) or CONTACT.search(text) or LEGAL_FORM.search(text):
+            if not _NAME_ALONE.match(text) or CONTACT.search(text):
                 continue
             folded = fold(text)
             if TITLE.match(folded) or field_label(text) or sum_label(text) or party_heading(text):
