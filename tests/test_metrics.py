@@ -462,6 +462,28 @@ async def test_rollups_equal_a_from_scratch_aggregate_after_a_concurrent_workloa
     assert await _rows(conn, ROLLED_UP, "d") == await _rows(conn, FROM_SCRATCH) == set()
 
 
+async def test_tasks_inserted_finished_are_counted_like_the_others(app: App, conn: Any) -> None:
+    """Conveyor inserts tasks enqueued; finished ones inserted by hand (an import) are
+    counted by the insert trigger's row-by-row path, in one statement or in several,
+    alongside tasks inserted enqueued (which it does not look at)."""
+    await known_set(app, conn)
+    await conn.execute(
+        """INSERT INTO tasks (agent, status, result, error, attempts, finished_at, tenant)
+           VALUES ('invoice', 'completed', '{"confidence": 0.8}', NULL, 1, now(), 'acme'),
+                  ('contract', 'failed', NULL, 'x', 2, now() + interval '3 s', NULL),
+                  ('invoice', 'enqueued', NULL, NULL, 0, NULL, NULL),
+                  ('contract', 'cancelled', NULL, NULL, 0, now(), 'acme')"""
+    )
+    await conn.execute(
+        "INSERT INTO tasks (agent, status, result, attempts, finished_at)"
+        " VALUES ('invoice', 'completed', '1', 1, now())"
+    )
+    for grain in ("d", "h"):
+        assert await _rows(conn, ROLLED_UP, grain) == await _rows(conn, FROM_SCRATCH), grain
+    assert await _rows(conn, HISTOGRAM_ROLLED, "h") == await _rows(conn, HISTOGRAM_SCRATCH)
+    assert await _rows(conn, BY_AGENT_ROLLED, "h") == await _rows(conn, BY_AGENT_SCRATCH)
+
+
 async def test_rebuild_gives_what_the_triggers_kept(app: App, conn: Any) -> None:
     await known_set(app, conn)
     kept = await _rows(conn, ROLLED_UP, "h")
