@@ -686,3 +686,24 @@ def test_a_label_under_the_seller_is_no_buyer_and_a_firm_alone_beside_it_is() ->
         ]
     )
     assert party(data, "customer") == "Brightwater Ltd."
+
+
+def test_a_heading_in_a_column_of_labels_and_its_name_in_the_column_of_values() -> None:
+    data = invoice_data(
+        [
+            (72, 71, "NDX", 20),
+            (400, 71, "INVOICE #7", 16),
+            (448, 95, "May 7, 2020", 11),
+            (86, 156, "Client", 11),
+            (120, 156, "Riverbend Outdoor", 11),
+            (120, 170, "Supplies Group", 11),
+            (120, 184, "9 Mill Road, Suite 4", 11),
+            (74, 392, "Description"),
+            (518, 392, "Amount"),
+            (74, 421, "Consulting"),
+            (518, 421, "$550.00"),
+            (440, 460, "Total"),
+            (518, 460, "$550.00"),
+        ]
+    )
+    assert party(data, "customer") == "Riverbend Outdoor Supplies Group"

@@ -49,6 +49,7 @@ class Block:
     line: int
     cell: Cell
     rest: str
+    by_column: bool = False  # the name read beside the heading, in a column of values
 
 
 def segments(text: str) -> list[str]:

@@ -71,6 +71,11 @@ def headings(sheet: Sheet) -> list[Block]:
             if rest.startswith(":") or not rest or rest.startswith("/"):
                 rest = rest.lstrip(":/ ").strip() or _beside(line.cells, cell)
                 found.append(Block(kind, i, cell, rest))
+            elif (column := _value_column(sheet, i, cell, end)) is not None:
+                # "Client  Some Long Client" over "        Company Name": the heading in a
+                # column of labels, the name in the column of values beside it, run into
+                # one cell; the name's next line in that column completes it.
+                found.append(Block(kind, i, cell, column, by_column=True))
             elif party_heading(rest) or (TAX_ID.match(fold(rest)) and re.search(r"\d{4}", rest)):
                 # Two headings close together ("Bill to  Ship to"): the first one's block;
                 # a heading with the party's tax id printed beside it ("CONSUMIDOR CNPJ:
@@ -78,6 +83,27 @@ def headings(sheet: Sheet) -> list[Block]:
                 # tax id's label ("Customer VAT ID:" alone) heads no block.
                 found.append(Block(kind, i, cell, ""))
     return found
+
+
+def _value_column(sheet: Sheet, index: int, cell: Cell, end: int) -> str | None:
+    """The name beside a heading in the same cell, when the words after the heading begin
+    where the lines below begin (a column of values): the name, with its next line in
+    that column when that line is words only (a name set on two lines)."""
+    words = cell.words
+    taken = len(cell.text[:end].split())
+    if taken >= len(words) or index + 1 >= len(sheet.lines):
+        return None
+    x = words[taken].x0
+    below = sheet.lines[index + 1]
+    under = [c for c in below.cells if abs(c.x0 - x) < 3]
+    apart = words[taken].x0 - words[taken - 1].x1 >= 4.5  # wider than a space between words
+    if below.page != sheet.lines[index].page or not under or not apart:
+        return None
+    name = " ".join(w.text for w in words[taken:])
+    more = under[0].text.strip()
+    if not any(ch.isdigit() for ch in more) and not CONTACT.search(more) and len(more) < 40:
+        name = f"{name} {more}"
+    return name
 
 
 def _second_name(text: str) -> tuple[str, int] | None:
@@ -191,9 +217,9 @@ def _from_block(sheet: Sheet, block: Block) -> Party:
             name = f"{above[0].text} {name}"
         return Party(name.strip(), SURE, _address_after(cells, j), _tax_id(cells), by_label=True)
     if block.rest and not LABELLED.match(block.rest) and not not_a_name(block.rest):
-        return Party(
-            block.rest, SURE, _address_after(cells, cells[0][0] - 1 if cells else 0), _tax_id(cells)
-        )
+        start = cells[0][0] - (0 if block.by_column else 1) if cells else 0
+        conf = FAIR if block.by_column else SURE
+        return Party(block.rest, conf, _address_after(cells, start), _tax_id(cells))
     lines: list[str] = []
     first_j = None
     joined = False
