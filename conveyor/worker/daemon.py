@@ -289,6 +289,10 @@ class Worker:
         self._work_heard = False
         if not await self.exchange.claim_idle(conn, db.answer_timeout):
             self._wake.set()
+            return
+        # The claimed tasks' agents start at the loop's next turn: let them, before the
+        # listener reads on (the claim's own NOTIFY is waiting for it, 'processing').
+        await asyncio.sleep(0)
 
     def _on_notify(self, event: dict[str, Any]) -> None:
         status = event.get("status")
