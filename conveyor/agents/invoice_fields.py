@@ -208,7 +208,7 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                         below = min(sure, FAIR)
                         found.append(Candidate(number, sure if spot.how != "below" else below, i))
                         break
-            elif not label and _a_title(line.cells, c) and TITLE.match(fold(cell.text)):
+            elif not label and TITLE.match(fold(cell.text)) and _a_title(line.cells, c):
                 # (A date's label that begins with the document's word, "Invoice Date: 12
                 # Jul 2026", is no title: "12" is its day, not the invoice's number.)
                 number, _ = title_number(title_run(sheet, i, c))
@@ -353,7 +353,7 @@ def dates(
                         if len(tokens) > 1 and spot.how == "below" and spot.cell is not None:
                             token = _under(cell, spot.cell, tokens)
                         due.append((token, sure if len(tokens) == 1 else FAIR, i))
-            elif _a_title(line.cells, c) and TITLE.match(fold(cell.text)):
+            elif TITLE.match(fold(cell.text)) and _a_title(line.cells, c):
                 number, rest = title_number(title_run(sheet, i, c))
                 words = rest.split()
                 if number and words and dates_in(words[0]) and is_value(rest):

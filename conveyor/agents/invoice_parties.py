@@ -56,7 +56,9 @@ def headings(sheet: Sheet) -> list[Block]:
     found = []
     for i, line in enumerate(sheet.lines):
         for cell in line.cells:
-            heading = party_heading(cell.text) or _second_name(cell.text)
+            heading = party_heading(cell.text)
+            if heading is None and ("\u00b7" in cell.text or " / " in cell.text):
+                heading = _second_name(cell.text)
             if not heading:
                 continue
             kind, end = heading

@@ -390,6 +390,7 @@ def currency_of(text: str) -> str | None:
     return _code(found.strip()) if found else None
 
 
+@functools.lru_cache(maxsize=4096)
 def currency_word(word: str) -> str | None:
     """The ISO code of the currency `word` is, whole ("euro", "EUR", "zł"), or None: a
     word that only holds a code ("VALOR") names none."""
