@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
+from conveyor.agents.invoice_columns import column_label
 from conveyor.agents.invoice_labels import field_label
 from conveyor.agents.invoice_marks import label_row, not_a_name
 from conveyor.agents.invoice_rules import read_invoice
@@ -707,3 +708,10 @@ def test_a_heading_in_a_column_of_labels_and_its_name_in_the_column_of_values() 
         ]
     )
     assert party(data, "customer") == "Riverbend Outdoor Supplies Group"
+
+
+def test_abbreviated_unit_price_and_line_total_headers_are_one_column_each() -> None:
+    header = "PRECIO UNIT. DESCUENTO TOTAL ITEM"
+    assert column_label(header, 0) == ("price", len("PRECIO UNIT."))
+    assert column_label(header, header.index("TOTAL")) == ("amount", len(header))
+    assert column_label("Prix unit. HT", 0) == ("price", len("Prix unit."))
