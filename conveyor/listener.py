@@ -200,7 +200,8 @@ class Listener:
                 heard = True
             if heard:
                 await self.after_events(conn)
-            elif deadline is not None and time.monotonic() >= deadline:
+            # Also after a batch: NOTIFYs that keep coming must not put off a renewal.
+            if deadline is not None and time.monotonic() >= deadline:
                 return
 
     async def _renewed(self) -> bool:
