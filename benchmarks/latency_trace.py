@@ -9,7 +9,7 @@ The harness notes when each enqueue call returns. Every time is time.time(), whi
 processes of this machine share, and PostgreSQL's clock too: tasks.created_at (the enqueue
 transaction's start) and tasks.started_at (clock_timestamp() in the claim's UPDATE).
 
-Per task, medians and 90th percentiles over the run, of:
+Per task, medians and 90th and 99th percentiles over the run, of:
 
     send -> enqueue's statement begins (created_at)
     -> enqueue call returns (its insert, commit and answer)
@@ -135,8 +135,11 @@ def show(result: dict[str, float], breakdown: dict[str, list[float]]) -> None:
     for name, values in breakdown.items():
         if values:
             values.sort()
-            p90 = values[len(values) * 9 // 10]
-            print(f"  {statistics.median(values):6.2f} ms p50 {p90:6.2f} ms p90  {name}")
+            p90, p99 = values[len(values) * 9 // 10], values[len(values) * 99 // 100]
+            print(
+                f"  {statistics.median(values):6.2f} ms p50 {p90:6.2f} ms p90"
+                f" {p99:6.2f} ms p99  {name}"
+            )
 
 
 async def run(server: str, runs: int, tasks: int, uvloop: bool) -> None:
