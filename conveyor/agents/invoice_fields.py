@@ -26,6 +26,7 @@ from conveyor.agents.values import (
     currency_word,
     dates_in,
     resolve,
+    shared_sign,
     sign_currencies,
 )
 from conveyor.documents.layout import Cell
@@ -646,6 +647,8 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
             return guess, WEAK if guess else 0.0
     code, n = counts.most_common(1)[0]
     confidence = SURE if len(counts) == 1 and n >= 2 else LIKELY if len(counts) == 1 else WEAK
+    if shared_sign(code, sheet.text):
+        confidence = min(confidence, FAIR)  # "¥" is the yen's and the yuan's
     if code == "USD" and not any(re.search(r"\bUSD\b|US\$", line.text) for line in sheet.lines):
         confidence = min(confidence, FAIR)  # a bare "$" is several countries' dollar
         # ... or peso: the one of the country the page names, if it names one.

@@ -30,6 +30,7 @@ from conveyor.agents.values import (
     dates_in,
     number_styles,
     resolve,
+    shared_sign,
 )
 from conveyor.documents.types import Customer, Invoice, LineItem, Vendor, cross_checks
 
@@ -280,6 +281,8 @@ def _currency(lines: list[str], found: _Found) -> str | None:
             # layout reader's invoice_fields.currency holds it).
             us = any(_UNITED_STATES.search(line) for line in lines)
             confidence = min(confidence, LIKELY if us else FAIR)
+    if shared_sign(code, "\n".join(lines)):
+        confidence = min(confidence, FAIR)  # "¥" is the yen's and the yuan's
     found.put("currency", code, confidence)
     return code
 
@@ -317,7 +320,7 @@ def _vendor(lines: list[str], found: _Found) -> Vendor:
         return Vendor()
     name = block[0]
     address_lines = block[1:tax_at] if tax_at is not None else block[1:]
-    sure = bool(_COMPANY.search(name)) or len(address_lines) >= 2
+    sure = _a_firm(name) or (len(address_lines) >= 2 and not _more_than_a_name(name))
     if _BILL_TO_INSIDE.search(name):
         sure = False  # "Acme Ltd Bill to:": two blocks side by side, merged line by line
     found.put("vendor.name", name, SURE if sure else WEAK)
@@ -329,6 +332,26 @@ def _vendor(lines: list[str], found: _Found) -> Vendor:
         tax_id = match.group("id").strip() if match else None
     found.put("vendor.tax_id", tax_id, SURE if tax_id else WEAK)
     return Vendor(name=name, address=address, tax_id=tax_id)
+
+
+# What a line that is only a firm's name does not hold: a tax id's word, a run of digits
+# (a street number, a postcode, a phone), an e-mail or web address.
+_NOT_A_NAME = re.compile(
+    r"\d{2,}|@|www\.|https?:|\b(?:VAT|Tax\s*ID|TIN|ABN|GST|EIN|USt|UID|TVA|BTW)\b", re.IGNORECASE
+)
+
+
+def _more_than_a_name(line: str) -> bool:
+    """Whether the first line of the sender's block holds more than a name: a footer run
+    into one line ("Acme Inc. 50 High Street London SW1A 1AA VAT No. GB..."), a slogan
+    with a phone number."""
+    return bool(_NOT_A_NAME.search(line))
+
+
+def _a_firm(line: str) -> bool:
+    """Whether the line is a firm's name by its legal form ("Acme Solutions Inc.",
+    "Müller GmbH"), with nothing but a name on it."""
+    return bool(_COMPANY.search(line)) and not _more_than_a_name(line)
 
 
 def _customer(lines: list[str], found: _Found) -> Customer:
@@ -488,11 +511,19 @@ def _sums(lines: list[str], style: NumberStyle, found: _Found) -> None:
     # that equals subtotal + tax is the total by arithmetic, under some unknown label.
     subtotal, tax = found.values.get("subtotal"), found.values.get("tax")
     if isinstance(subtotal, Decimal):
+        taxed = isinstance(tax, Decimal) and tax != 0
         expected = subtotal + (tax if isinstance(tax, Decimal) else Decimal(0))
+        below = False
         for line in lines:
+            match = _SUM.match(line)
+            below = below or bool(match and match.lastgroup == "subtotal")
             amounts = amounts_in(line, style)
-            if amounts and not _SUM.match(line) and abs(amounts[-1][0] - expected) < CENT:
-                found.put("total", amounts[-1][0], ARITHMETIC)
+            if amounts and not match and abs(amounts[-1][0] - expected) < CENT:
+                # Three amounts that agree, the last below the others, are the sums. The
+                # subtotal's amount again, with no tax, is as likely an item's amount
+                # (an invoice of one item) as a total, and a tax may have gone unread.
+                sure = taxed and below
+                found.put("total", amounts[-1][0], ARITHMETIC if sure else FAIR)
                 return
     found.put("total", None, 0.0)
 
@@ -503,7 +534,8 @@ def _agree(invoice: Invoice, found: _Found) -> None:
     if subtotal is not None and total is not None:
         if abs(subtotal + (tax or Decimal(0)) - total) <= Decimal("0.01"):
             if tax is None:
-                found.conf["tax"] = LIKELY  # no tax line, and none is missing from the total
+                # No tax line, and none is missing from the total: as sure as the total is.
+                found.conf["tax"] = min(LIKELY, found.conf["total"])
         else:
             for name in ("subtotal", "tax", "total"):
                 found.conf[name] = min(found.conf[name], GUESS)

@@ -419,6 +419,25 @@ def sign_currencies(sign: str) -> frozenset[str]:
     )
 
 
+# Signs that more than one currency prints, read as the one our tables give them: "¥" is
+# the yen's and the yuan's, "Rs" the rupee of India, Pakistan, Sri Lanka and Nepal, "C$"
+# the córdoba's and, on many invoices, the Canadian dollar's. Such a currency is sure only
+# when the page also prints its code, a sign of its own or its country's name (as a bare
+# "$" is the United States' dollar when the page names them: invoice_fields.currency).
+_SHARED_SIGNS = {
+    "JPY": re.compile(r"\bJPY\b|\u5186|\u65e5\u672c|\b(?:yen|japan)\b", re.IGNORECASE),
+    "INR": re.compile(r"\bINR\b|\u20b9|\bIndia\b"),
+    "NIO": re.compile(r"\bNIO\b|c\u00f3rdoba|\bnicaragua\b", re.IGNORECASE),
+}
+
+
+def shared_sign(code: str, text: str) -> bool:
+    """Whether `code` may have been read from a sign other currencies print too, with
+    nothing in `text` that names it alone."""
+    own = _SHARED_SIGNS.get(code)
+    return own is not None and not own.search(text)
+
+
 def _code(sign: str) -> str | None:
     """The ISO code of a currency sign or code price-parser found."""
     if re.fullmatch(r"[A-Z]{3}", sign):

@@ -1,0 +1,122 @@
+"""Confidence that holds on layouts nobody tuned on: a field scored >= 0.9 is one the
+reader may be trusted on without a look, so each path to such a score needs evidence that
+does not depend on the layout (a specific label and a value of the right form, sums that
+agree, a value printed twice). Each test here holds a path whose evidence was weaker."""
+
+from __future__ import annotations
+
+from conveyor.agents.invoice_rules import read_invoice
+from conveyor.agents.values import shared_sign
+from tests.snippets import Draw, extraction
+
+TRUSTED = 0.9
+
+
+def _lines(first: str) -> str:
+    return "\n".join(
+        [
+            "INVOICE",
+            first,
+            "50 High Street",
+            "London SW1A 1AA",
+            "Invoice No.: F-5053",
+            "Date: 28 December 2025",
+            "Bill To",
+            "Rivoli Logistics Inc.",
+            "58 High Street",
+            "Description Qty Rate Amount",
+            "Support hours 3 250.00 750.00",
+            "Subtotal 750.00",
+            "VAT 20% 150.00",
+            "Total 900.00",
+        ]
+    )
+
+
+def test_a_sender_line_that_holds_an_address_and_tax_id_is_no_sure_name() -> None:
+    # A footer run into one line: the legal form is in it, but so is all the rest.
+    _, fields = read_invoice(
+        _lines("Albatros Solutions Inc. 50 High Street London SW1A 1AA VAT No. GB351501055")
+    )
+    assert fields["vendor.name"] < TRUSTED
+    invoice, fields = read_invoice(_lines("Albatros Solutions Inc."))
+    assert invoice.vendor.name == "Albatros Solutions Inc."
+    assert fields["vendor.name"] >= TRUSTED
+
+
+def test_a_first_line_with_a_phone_number_is_no_sure_name_by_its_block_alone() -> None:
+    # No legal form: only the block's shape (two lines under it) says it is a name.
+    _, fields = read_invoice(_lines("Call us 0800 123 456"))
+    assert fields["vendor.name"] < TRUSTED
+    _, fields = read_invoice(_lines("Albatros Solutions"))
+    assert fields["vendor.name"] >= TRUSTED
+
+
+def test_a_sign_several_currencies_print_is_sure_only_with_its_code() -> None:
+    assert shared_sign("JPY", "Total ¥ 1,200")
+    assert not shared_sign("JPY", "Total ¥ 1,200 (JPY)")
+    assert not shared_sign("JPY", "Shinjuku-ku, Tokyo 163-1030\nJapan\nTotal ¥ 1,200")
+    assert shared_sign("INR", "Total Rs. 1,200")
+    assert not shared_sign("INR", "Total ₹ 1,200")
+    assert not shared_sign("EUR", "Total € 1,200")
+
+
+def _yen(code: str) -> Draw:
+    return [
+        (40, 40, "Invoice No. 2024-17"),
+        (40, 54, "Date: 2024-03-04"),
+        (40, 120, "Description"),
+        (400, 120, f"Amount{code}"),
+        (40, 134, "Consulting"),
+        (400, 134, "¥ 1,000"),
+        (40, 170, "Subtotal"),
+        (400, 170, "¥ 1,000"),
+        (40, 184, "Tax 10%"),
+        (400, 184, "¥ 100"),
+        (40, 198, "Total"),
+        (400, 198, "¥ 1,100"),
+    ]
+
+
+def test_a_yen_sign_alone_is_no_sure_currency() -> None:
+    # "¥" is printed for the yuan as for the yen.
+    read = extraction(_yen(""))
+    assert isinstance(read.data, dict)
+    assert read.data["currency"] == "JPY"
+    assert read.fields["currency"] < TRUSTED
+    read = extraction(_yen(" (JPY)"))
+    assert isinstance(read.data, dict)
+    assert read.data["currency"] == "JPY"
+    assert read.fields["currency"] >= TRUSTED
+
+
+def _unlabelled_total(*sums: str) -> str:
+    return "\n".join(
+        [
+            "Albatros Solutions Inc.",
+            "50 High Street",
+            "London SW1A 1AA",
+            "Invoice No.: F-5053",
+            "Date: 28 December 2025",
+            "Bill To",
+            "Rivoli Logistics Inc.",
+            "Description Qty Rate Amount",
+            "Support hours 3 250.00 750.00",
+            *sums,
+        ]
+    )
+
+
+def test_a_total_by_arithmetic_alone_needs_a_tax_and_to_stand_below() -> None:
+    # Subtotal + tax = an amount under a label the rules do not know: three amounts agree.
+    invoice, fields = read_invoice(
+        _unlabelled_total("Subtotal 750.00", "VAT 20% 150.00", "Amount payable 900.00")
+    )
+    assert invoice.total == 900
+    assert fields["total"] >= TRUSTED
+    # No tax: the only amount equal to the subtotal is the one item's, above it. The
+    # total it gives is right only if no tax went unread, and "no tax" as sure as that.
+    invoice, fields = read_invoice(_unlabelled_total("Subtotal 750.00", "Amount payable 750.00"))
+    assert invoice.total == 750
+    assert fields["total"] < TRUSTED
+    assert fields["tax"] < TRUSTED
