@@ -5,9 +5,13 @@ agree, a value printed twice). Each test here holds a path whose evidence was we
 
 from __future__ import annotations
 
+from conveyor.agents.invoice_parties import _tax_id
 from conveyor.agents.invoice_rules import read_invoice
+from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import shared_sign
-from tests.snippets import Draw, extraction
+from conveyor.documents.layout import Cell
+from conveyor.documents.text import extract_text
+from tests.snippets import Draw, extraction, pdf
 
 TRUSTED = 0.9
 
@@ -120,3 +124,17 @@ def test_a_total_by_arithmetic_alone_needs_a_tax_and_to_stand_below() -> None:
     assert invoice.total == 750
     assert fields["total"] < TRUSTED
     assert fields["tax"] < TRUSTED
+
+
+def _cells(text: str) -> list[tuple[int, Cell]]:
+    sheet = Sheet.of(extract_text(pdf([(40, 40, text)])))
+    return [(0, cell) for cell in sheet.lines[0].cells]
+
+
+def test_a_tax_id_has_a_countrys_letters_and_digits_on_a_line_that_names_it() -> None:
+    # A tax id read with a party's name corroborates the name (>= 0.9): a town and
+    # postcode in capitals is none, nor is a word that merely holds "ust" or "iva".
+    assert _tax_id(_cells("LONDON SW1A 1AA VAT No. GB351501055")) == "GB351501055"
+    assert _tax_id(_cells("USt-IdNr. DE 123456789")) == "DE 123456789"
+    assert _tax_id(_cells("INDUSTRIESTRASSE 12 AUSTRIA")) is None
+    assert _tax_id(_cells("PRIVATE CUSTOMER NO 12345678")) is None

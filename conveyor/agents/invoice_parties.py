@@ -375,11 +375,21 @@ def _address_after(cells: list[tuple[int, Cell]], j: int) -> str | None:
     return ", ".join(parts) or None
 
 
+_VAT_ID = re.compile(r"\b([A-Z]{2}\s?[0-9A-Z][0-9A-Z .]{6,16}[0-9A-Z])\b")
+# The tax id's word begins a word: "USt-IdNr.", "VAT", not "Austria", "Industrie", "private".
+_VAT_WORD = re.compile(r"(?i)\b(?:ust|vat|tva|btw|iva|mwst|uid)")
+
+
 def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
+    """A VAT id in the block: a country's two letters and the digits of a number (every
+    country's has six or more), on a line that names it. A town and postcode in capitals
+    ("LONDON SW1A 1AA") is none."""
     for _, cell in cells:
-        match = re.search(r"\b([A-Z]{2}\s?[0-9A-Z][0-9A-Z .]{6,16}[0-9A-Z])\b", cell.text)
-        if match and re.search(r"(?i)ust|vat|tva|btw|iva|mwst|uid", cell.text):
-            return match.group(1).strip()
+        if not _VAT_WORD.search(cell.text):
+            continue
+        for match in _VAT_ID.finditer(cell.text):
+            if sum(ch.isdigit() for ch in match.group(1)) >= 6:
+                return match.group(1).strip()
     return None
 
 
