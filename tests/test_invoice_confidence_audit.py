@@ -138,3 +138,26 @@ def test_a_tax_id_has_a_countrys_letters_and_digits_on_a_line_that_names_it() ->
     assert _tax_id(_cells("USt-IdNr. DE 123456789")) == "DE 123456789"
     assert _tax_id(_cells("INDUSTRIESTRASSE 12 AUSTRIA")) is None
     assert _tax_id(_cells("PRIVATE CUSTOMER NO 12345678")) is None
+
+
+def test_a_buyer_heading_beside_another_heading_gives_no_sure_name() -> None:
+    # "Bill To Ship To": two blocks side by side, their lines run into one another.
+    text = _lines("Albatros Solutions Inc.").replace(
+        "Bill To\nRivoli Logistics Inc.\n58 High Street",
+        "Bill To Ship To\nRivoli Logistics Inc. Rivoli Warehouse\n58 High Street 2 Dock Road",
+    )
+    invoice, fields = read_invoice(text)
+    assert invoice.customer.name != "Ship To"
+    assert fields["customer.name"] < TRUSTED
+    invoice, fields = read_invoice(_lines("Albatros Solutions Inc."))
+    assert invoice.customer.name == "Rivoli Logistics Inc."
+    assert fields["customer.name"] >= TRUSTED
+
+
+def test_a_buyer_line_alone_under_its_heading_is_no_sure_name() -> None:
+    # A heading and one line: the layout reader holds such a name at 0.85 too, without an
+    # address, a tax id or the name printed again.
+    text = _lines("Albatros Solutions Inc.").replace("58 High Street\n", "")
+    invoice, fields = read_invoice(text)
+    assert invoice.customer.name == "Rivoli Logistics Inc."
+    assert fields["customer.name"] < TRUSTED

@@ -22,6 +22,7 @@ from decimal import Decimal
 from itertools import combinations
 
 from conveyor.agents.date_order import slash_date_order
+from conveyor.agents.invoice_labels import fold, party_heading
 from conveyor.agents.invoice_marks import not_a_name
 from conveyor.agents.values import (
     NumberStyle,
@@ -362,13 +363,21 @@ def _customer(lines: list[str], found: _Found) -> Customer:
         rest = match.group("rest").strip()
         if re.fullmatch(r"(?i)name\s*:?", rest):
             rest = ""  # "Client Name", "Customer name:": the label of the name, whole
+        # "Bill To Ship To": another block's heading beside this one, and the lines of
+        # the two blocks run into one another ("Acme Ltd Acme Warehouse"): no name is
+        # sure there.
+        beside = bool(rest and party_heading(fold(rest)))
+        if beside:
+            rest = ""
         block = [rest] if rest else []
         for following in lines[i + 1 :]:
             if _is_boundary(following) or _TAX_ID.match(following):
                 break
             block.append(following)
         if block and not not_a_name(block[0]):
-            found.put("customer.name", block[0], SURE)
+            # The heading and its line, with an address under it (the layout reader asks
+            # as much of a block's name: invoice_reader._corroborated).
+            found.put("customer.name", block[0], FAIR if beside or len(block) < 2 else SURE)
             address = ", ".join(block[1:]) or None
             found.put("customer.address", address, LIKELY if address else WEAK)
             return Customer(name=block[0], address=address)
