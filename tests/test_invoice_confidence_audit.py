@@ -161,3 +161,31 @@ def test_a_buyer_line_alone_under_its_heading_is_no_sure_name() -> None:
     invoice, fields = read_invoice(text)
     assert invoice.customer.name == "Rivoli Logistics Inc."
     assert fields["customer.name"] < TRUSTED
+
+
+def test_no_tax_is_no_sure_answer_when_a_tax_is_printed_and_left_unread() -> None:
+    # The net equals the total, and a VAT line is printed all the same: the prices hold
+    # the tax, and the net without it is printed nowhere. Which is the tax and the net
+    # is a convention; neither reading is to be trusted without a look.
+    read = extraction(
+        [
+            (40, 40, "INVOICE"),
+            (40, 54, "Invoice No.: 2024-17"),
+            (40, 68, "Invoice date: 2024-03-04"),
+            (40, 120, "Description"),
+            (400, 120, "Amount"),
+            (40, 134, "Consulting"),
+            (400, 134, "100.00 EUR"),
+            (40, 170, "Subtotal"),
+            (400, 170, "100.00 EUR"),
+            (40, 184, "VAT 20%"),
+            (400, 184, "16.67 EUR"),
+            (40, 198, "Total"),
+            (400, 198, "100.00 EUR"),
+        ]
+    )
+    assert isinstance(read.data, dict)
+    assert read.data["total"] == "100.00"
+    assert read.fields["total"] >= TRUSTED
+    assert read.fields["tax"] < TRUSTED
+    assert read.fields["subtotal"] < TRUSTED

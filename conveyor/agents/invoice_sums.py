@@ -284,6 +284,7 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
             conf[name] = SURE if picked.weight >= 0.8 and not rivals else LIKELY
         else:
             conf[name] = WEAK if not rivals else GUESS
+    inside = False  # the taxes are inside the prices, and printed
     if (
         agree
         and result.tax == 0
@@ -296,8 +297,15 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         # them is printed nowhere. A sum labelled as without tax stays the net.
         result.net, result.tax = None, None
         conf["subtotal"], conf["tax"] = 0.0, LIKELY
-    if result.tax is None and agree:
-        conf["tax"] = LIKELY  # nothing is missing from the total: no tax is charged
+        inside = True
+    if result.tax is None and agree and not inside:
+        # Nothing is missing from the total: no tax is charged; unless a tax is printed
+        # all the same ("VAT 20% 16.67" under a net equal to the total: inside the prices,
+        # and the net without it is printed nowhere), which this reading leaves unread.
+        printed = any(a.value != 0 and a.weight >= PRIOR["tax"] * 0.8 for a in taxes)
+        conf["tax"] = FAIR if printed else LIKELY
+        if printed:
+            conf["subtotal"] = min(conf["subtotal"], FAIR)
     if agree and held:
         result.withheld = held  # the sums add up only with it taken off
         conf["withheld"] = min(conf["total"], LIKELY)
