@@ -189,3 +189,24 @@ def test_no_tax_is_no_sure_answer_when_a_tax_is_printed_and_left_unread() -> Non
     assert read.fields["total"] >= TRUSTED
     assert read.fields["tax"] < TRUSTED
     assert read.fields["subtotal"] < TRUSTED
+
+
+def test_a_page_number_on_the_titles_line_is_no_invoice_number() -> None:
+    read = extraction(
+        [
+            (40, 40, "Acme Widgets GmbH", 14),
+            (40, 58, "Hauptstr. 5, 10115 Berlin"),
+            (40, 100, "INVOICE"),
+            (400, 100, "Page 1 of 2"),
+            (40, 114, "Invoice date: 2024-03-04"),
+            (40, 220, "Description"),
+            (460, 220, "Amount"),
+            (40, 234, "Consulting"),
+            (460, 234, "100.00 EUR"),
+            (300, 298, "Total"),
+            (460, 298, "100.00 EUR"),
+        ]
+    )
+    assert isinstance(read.data, dict)
+    assert read.data["number"] != "1"
+    assert read.fields["number"] < TRUSTED

@@ -88,11 +88,19 @@ def _series(sheet: Sheet, index: int, c: int) -> str:
     return ""
 
 
+# The word of a page's number set on the title's line, in the readers' languages.
+_PAGE_WORDS = frozenset(
+    {"page", "seite", "blatt", "pagina", "pag", "side", "sida", "strona", "sivu", "folio"}
+)
+
+
 def title_number(text: str) -> tuple[str | None, str]:
     """("R-17", rest) from an invoice title "Handelsrechnung (380) Nr. R-17 vom 1.2.2026"."""
     words = text.split()
     for i, word in enumerate(words[:6]):
         lowered = fold(word).strip(".:")
+        if lowered in _PAGE_WORDS:
+            break  # "INVOICE   Page 1 of 2": the page's number, not the invoice's
         if _CODE.match(word) or lowered in ("nr", "no", "n°", "nº", "#", "number", "nummer"):
             continue
         if i and not any(c.isdigit() for c in word) and i < 4:
