@@ -210,3 +210,32 @@ def test_a_page_number_on_the_titles_line_is_no_invoice_number() -> None:
     assert isinstance(read.data, dict)
     assert read.data["number"] != "1"
     assert read.fields["number"] < TRUSTED
+
+
+def test_the_buyers_vat_id_is_no_sellers() -> None:
+    read = extraction(
+        [
+            (40, 40, "Acme Widgets GmbH", 14),
+            (40, 58, "Hauptstr. 5, 10115 Berlin"),
+            (40, 100, "INVOICE 2024-17"),
+            (40, 114, "Invoice date: 2024-03-04"),
+            (40, 150, "Bill to"),
+            (40, 162, "Beta Corp Ltd"),
+            (40, 174, "1 Main Road, London"),
+            (40, 186, "VAT No. GB351501055"),
+            (40, 220, "Description"),
+            (460, 220, "Amount"),
+            (40, 234, "Consulting"),
+            (460, 234, "100.00 EUR"),
+            (300, 270, "Subtotal"),
+            (460, 270, "100.00 EUR"),
+            (300, 284, "VAT 19%"),
+            (460, 284, "19.00 EUR"),
+            (300, 298, "Total"),
+            (460, 298, "119.00 EUR"),
+        ]
+    )
+    assert isinstance(read.data, dict)
+    vendor = read.data["vendor"]
+    assert isinstance(vendor, dict)
+    assert vendor["tax_id"] != "GB351501055"
