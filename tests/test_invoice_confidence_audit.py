@@ -239,3 +239,28 @@ def test_the_buyers_vat_id_is_no_sellers() -> None:
     vendor = read.data["vendor"]
     assert isinstance(vendor, dict)
     assert vendor["tax_id"] != "GB351501055"
+
+
+def _titled(title: str) -> Draw:
+    return [
+        (40, 40, "Acme Widgets GmbH", 14),
+        (40, 58, "Hauptstr. 5, 10115 Berlin"),
+        (40, 100, title),
+        (40, 114, "Invoice date: 2024-03-04"),
+        (40, 220, "Description"),
+        (460, 220, "Amount"),
+        (40, 234, "Consulting"),
+        (460, 234, "100.00 EUR"),
+        (300, 298, "Total"),
+        (460, 298, "100.00 EUR"),
+    ]
+
+
+def test_a_year_or_a_digit_after_the_title_is_no_sure_number() -> None:
+    # "Invoice for March 2024" names a month; "INVOICE COPY 2" a copy.
+    for title in ("Invoice for March 2024", "INVOICE COPY 2", "INVOICE 2024"):
+        assert extraction(_titled(title)).fields["number"] < TRUSTED, title
+    read = extraction(_titled("INVOICE 2024-17"))
+    assert isinstance(read.data, dict)
+    assert read.data["number"] == "2024-17"
+    assert read.fields["number"] >= TRUSTED

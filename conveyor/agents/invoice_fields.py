@@ -94,6 +94,15 @@ _PAGE_WORDS = frozenset(
 )
 
 
+# A title's "number" that reads as a year ("Invoice for March 2024") or is a digit or two
+# ("INVOICE COPY 2", "Invoice 1/2" of a page): an invoice's number, or not, at a guess.
+_DOUBTFUL = re.compile(r"(?:19|20)\d\d|\d{1,2}")
+
+
+def _doubtful(number: str) -> bool:
+    return bool(_DOUBTFUL.fullmatch(number))
+
+
 def title_number(text: str) -> tuple[str | None, str]:
     """("R-17", rest) from an invoice title "Handelsrechnung (380) Nr. R-17 vom 1.2.2026"."""
     words = text.split()
@@ -222,7 +231,7 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                 # Jul 2026", is no title: "12" is its day, not the invoice's number.)
                 number, _ = title_number(title_run(sheet, i, c))
                 if number:
-                    found.append(Candidate(number, LIKELY, i))
+                    found.append(Candidate(number, FAIR if _doubtful(number) else LIKELY, i))
                 elif (under := _under_title(sheet, i, cell)) is not None:
                     found.append(Candidate(under[0], FAIR, under[1]))
     if not found:
