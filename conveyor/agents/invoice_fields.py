@@ -404,7 +404,7 @@ _DUE_PHRASE = re.compile(
 # il 31/01/2024", "gelieve te betalen voor 1-2-2024", "pagar antes del 5/3/2024").
 _PAY_VERB = re.compile(
     r"\b(?:uberweis\w*|zahl\w*|bezahl\w*|begleich\w*|pay\w*|remit\w*|transfer\w*|settle\w*|"
-    r"regl\w*|pai\w*|pay[ee]\w*|vir\w*|versa\w*|pag\w*|salda\w*|betal\w*|overmak\w*|"
+    r"regl\w*|pai\w*|vir\w*|versa\w*|pag\w*|salda\w*|betal\w*|overmak\w*|"
     r"abona\w*|deposit\w*)\b"
 )
 _BY_DATE = re.compile(
@@ -437,15 +437,15 @@ def _due_in_a_phrase(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
                     return [(tokens[0], FAIR, i)]
     for i, line in enumerate(sheet.lines):
         text = fold(line.text)
-        if not _PAY_VERB.search(text):
+        verb = _PAY_VERB.search(text)
+        if verb is None:
             continue
         wraps = not text.rstrip().endswith((".", "!", ":"))
         if wraps and i + 1 < len(sheet.lines) and sheet.lines[i + 1].page == line.page:
-            text = f"{text} {fold(sheet.lines[i + 1].text)}"
+            text = f"{text} {fold(sheet.lines[i + 1].text)}"  # (the verb stays where it was)
         if _TERM_IN_DAYS.search(text):
             continue
-        verb = _PAY_VERB.search(text)
-        by = _BY_DATE.search(text, verb.end()) if verb else None
+        by = _BY_DATE.search(text, verb.end())
         if by:
             after = text[by.end() : by.end() + 24]
             tokens = dates_in(after)

@@ -434,13 +434,14 @@ def parties(sheet: Sheet) -> tuple[Party, Party]:
         customer = _not_a_label(buyer_by_name_alone(sheet, vendor.name))
     if vendor.tax_id is None and vendor.name:
         # The first VAT id of the pages outside the buyer's and the delivery blocks: a
-        # buyer's "VAT No." under its heading is no seller's.
+        # buyer's "VAT No." under its heading is no seller's. The cells are chosen by
+        # _tax_id's own word, so that "Austria" or "private" does not stand first.
         vendor.tax_id = _tax_id(
             [
                 (i, c)
                 for i, line in enumerate(sheet.lines)
                 for c in line.cells
-                if ("ust" in fold(c.text) or "vat" in fold(c.text)) and c not in skip
+                if _VAT_WORD.search(c.text) and c not in skip
             ][:1]
         )
     return vendor, customer

@@ -14,10 +14,8 @@ from decimal import Decimal
 
 from conveyor.agents.invoice_labels import fold
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.invoice_sums import candidates
+from conveyor.agents.invoice_sums import CENT, candidates
 from conveyor.documents.types import LineItem
-
-CENT = Decimal("0.01")
 
 # A position's labels, whole (a colon or a qualifier in parentheses may follow): its
 # name, its quantity, its unit price and its amount, in the languages of invoice_labels.
