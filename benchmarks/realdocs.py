@@ -434,6 +434,9 @@ def main() -> int:
         print("\n".join(reliability(combined(args.combine))))
         return 0
     docs = run(args.corpus, args.path, ("*",) if args.evaluation else None, args.round)
+    if not docs:
+        print(f"realdocs: no documents to read in {args.corpus} (its index.json)", file=sys.stderr)
+        return 2
     lines = report(docs, args.path)
     if args.failures or args.held_out_failures:
         lines += failures(docs, args.held_out_failures)
