@@ -38,12 +38,12 @@ from conveyor.llm.pricing import Pricer, parse_prices
 from conveyor.log import fields
 from conveyor.sweeper import Pruner, Sweeper
 from conveyor.worker.attempts import Attempts
-from conveyor.worker.exchange import Exchange, first
+from conveyor.worker.exchange import Exchange
 from conveyor.worker.leases import LeaseKeeper
 from conveyor.worker.outbox import Outbox
 from conveyor.worker.prefetch import Timings, prefetch
 from conveyor.worker.rollup_fold import RollupFolder
-from conveyor.worker.signals import Signal
+from conveyor.worker.signals import Signal, first_set
 from conveyor.worker.slots import Slots
 from conveyor.worker.vacuum import Vacuumer
 
@@ -257,7 +257,7 @@ class Worker:
                 log.warning(
                     "waiting for the database", extra=fields(error=str(exc), retry_in=delay)
                 )
-                await first(asyncio.sleep(delay), self._stop.wait())
+                await first_set([self._stop], delay)  # the delay, or a stop
                 delay = min(10.0, delay * 2)
 
     async def _drain(self) -> None:

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from conveyor import queue
@@ -409,21 +408,6 @@ class Exchange:
                 "released tasks claimed by a lost connection",
                 extra=fields(worker=self.worker_id, tasks=len(released)),
             )
-
-
-async def first(*aws: Awaitable[Any], within: float | None = None) -> bool:
-    """Wait until the first of `aws` finishes (or `within` seconds pass); cancel the rest.
-    True if one finished, False if the time ran out."""
-    tasks = [asyncio.ensure_future(a) for a in aws]
-    try:
-        done, _ = await asyncio.wait(tasks, timeout=within, return_when=asyncio.FIRST_COMPLETED)
-        return bool(done)
-    finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
 
 
 def claim_sizes(
