@@ -127,6 +127,7 @@ class Live:
     url: str
     token: str | None
     callback_key: str
+    claim_tokens: dict[int, str | None]  # by attempt id: each callback secret names its claim
 
 
 async def _noop(task: Any) -> None:
@@ -142,7 +143,7 @@ async def _seed(app: App, url: str) -> Live:
         key = await queue.callback_key(conn)
     assert tuple(c.attempt_id for c in claimed) == ATTEMPT_IDS
     await app.cancel_async(claimed[1].id)
-    return Live(url, app.settings.api_token, key)
+    return Live(url, app.settings.api_token, key, {c.attempt_id: c.claim_token for c in claimed})
 
 
 @contextlib.contextmanager
@@ -243,7 +244,10 @@ class Client(requests.Session):
             body = body.encode() if isinstance(body, str) else body
             assert isinstance(body, bytes)  # requests prepared it from our bytes or text
             if zlib.crc32(body) % 5:
-                secret = attempt_secret(self.live.callback_key, int(match.group(1)))
+                attempt_id = int(match.group(1))
+                secret = attempt_secret(
+                    self.live.callback_key, attempt_id, self.live.claim_tokens[attempt_id]
+                )
                 request.headers.update(sign(secret, body))
         return super().send(request, **kwargs)
 

@@ -44,16 +44,17 @@ async def _claimed(app: App, conn: Any, payload: Any = None) -> tuple[int, queue
 async def _post(
     client: httpx.AsyncClient,
     conn: Any,
-    attempt_id: int,
+    claimed: queue.ClaimedTask,
     body: Any,
     *,
     secret: str | None = None,
     stamp: float | None = None,
 ) -> httpx.Response:
     raw = json.dumps(body).encode() if not isinstance(body, bytes) else body
-    secret = secret or attempt_secret(await queue.callback_key(conn), attempt_id)
+    key = await queue.callback_key(conn)
+    secret = secret or attempt_secret(key, claimed.attempt_id, claimed.claim_token)
     return await client.post(
-        f"/api/callbacks/{attempt_id}",
+        f"/api/callbacks/{claimed.attempt_id}",
         content=raw,
         headers={"content-type": "application/json", **sign(secret, raw, stamp)},
     )
@@ -107,9 +108,7 @@ async def test_fifty_concurrent_redeliveries_complete_once(served: Any, conn: An
         "usage": {"model": "m", "input_tokens": 100, "output_tokens": 20},
         "cost_usd": 0.5,
     }
-    answers = await asyncio.gather(
-        *(_post(client, conn, claimed.attempt_id, body) for _ in range(50))
-    )
+    answers = await asyncio.gather(*(_post(client, conn, claimed, body) for _ in range(50)))
     assert {a.status_code for a in answers} == {200}
     assert len({a.text for a in answers}) == 1, "every delivery gets the same answer"
     assert answers[0].json() == {
@@ -119,7 +118,7 @@ async def test_fifty_concurrent_redeliveries_complete_once(served: Any, conn: An
         "attempt_status": "succeeded",
     }
     other = dict(body, usage={"model": "m", "input_tokens": 999, "output_tokens": 999})
-    later = await _post(client, conn, claimed.attempt_id, other)
+    later = await _post(client, conn, claimed, other)
     assert later.status_code == 200 and later.json() == answers[0].json(), "a terminal no-op"
     task = await app.get_task_async(task_id)
     (attempt,) = task.attempt_history
@@ -133,14 +132,12 @@ async def test_fifty_concurrent_redeliveries_complete_once(served: Any, conn: An
 async def test_a_failure_callback_retries_or_fails(served: Any, conn: Any) -> None:
     app, client = served
     task_id, claimed = await _claimed(app, conn)
-    answer = await _post(
-        client, conn, claimed.attempt_id, {"status": "failed", "error": "the scanner jammed"}
-    )
+    answer = await _post(client, conn, claimed, {"status": "failed", "error": "the scanner jammed"})
     assert answer.json()["task_status"] == "enqueued", "retried: attempts remain"
     await conn.execute("UPDATE tasks SET run_after = now() WHERE id = %s", (task_id,))
     (second,) = await queue.claim(conn, worker_id="w", agents=["ocr"], limit=1)
     final = await _post(
-        client, conn, second.attempt_id, {"status": "failed", "error": "unreadable", "retry": False}
+        client, conn, second, {"status": "failed", "error": "unreadable", "retry": False}
     )
     assert final.json()["task_status"] == "failed"
     assert (await app.get_task_async(task_id)).error == "unreadable"
@@ -156,7 +153,7 @@ async def test_a_callback_for_a_lost_attempt_is_refused_and_recorded(
     late = await _post(
         client,
         conn,
-        claimed.attempt_id,
+        claimed,
         {"status": "succeeded", "result": 1, "usage": {"input_tokens": 7}},
     )
     assert late.status_code == 409 and late.json()["error"]["code"] == "attempt_ended"
@@ -172,7 +169,7 @@ async def test_unauthentic_callbacks_are_401(served: Any, conn: Any, problem: st
     task_id, claimed = await _claimed(app, conn)
     body = json.dumps({"status": "succeeded"}).encode()
     url = f"/api/callbacks/{claimed.attempt_id}"
-    secret = attempt_secret(await queue.callback_key(conn), claimed.attempt_id)
+    secret = attempt_secret(await queue.callback_key(conn), claimed.attempt_id, claimed.claim_token)
     headers = {
         "missing": {},
         "wrong secret": sign("guess", body),
@@ -206,7 +203,7 @@ async def test_signed_but_bad_bodies_are_4xx(
 ) -> None:
     app, client = served
     _, claimed = await _claimed(app, conn)
-    answer = await _post(client, conn, claimed.attempt_id, raw)
+    answer = await _post(client, conn, claimed, raw)
     assert answer.status_code == status, answer.text
 
 
@@ -288,7 +285,7 @@ async def test_usage_reported_without_a_cost_is_priced(served: Any, conn: Any) -
                 "status": "succeeded",
                 "usage": {"model": model, "input_tokens": 3, "output_tokens": 1},
             }
-            assert (await _post(priced, conn, claimed.attempt_id, body)).status_code == 200
+            assert (await _post(priced, conn, claimed, body)).status_code == 200
             (attempt,) = (await app.get_task_async(task_id)).attempt_history
             costs.append(attempt.llm_cost_usd)
     assert costs == [3 * 1 + 1 * 2, None], "priced from the override; unknown: left empty"
@@ -351,9 +348,7 @@ async def test_a_callback_after_a_cancel_is_recorded_and_a_redelivery_changes_no
     app, client = served
     task_id, claimed = await _claimed(app, conn)
     await app.cancel_async(task_id)
-    late = await _post(
-        client, conn, claimed.attempt_id, {"status": "succeeded", "result": 1, "usage": {}}
-    )
+    late = await _post(client, conn, claimed, {"status": "succeeded", "result": 1, "usage": {}})
     assert late.status_code == 200
     assert (late.json()["task_status"], late.json()["attempt_status"]) == ("cancelled", "cancelled")
     (attempt,) = (await app.get_task_async(task_id)).attempt_history
@@ -361,9 +356,9 @@ async def test_a_callback_after_a_cancel_is_recorded_and_a_redelivery_changes_no
 
     other_id, second = await _claimed(app, conn)
     first = {"status": "succeeded", "result": 2, "usage": {"model": "m", "input_tokens": 5}}
-    assert (await _post(client, conn, second.attempt_id, first)).status_code == 200
+    assert (await _post(client, conn, second, first)).status_code == 200
     again = {"status": "failed", "error": "late", "usage": {"model": "m", "input_tokens": 9}}
-    answer = await _post(client, conn, second.attempt_id, again)
+    answer = await _post(client, conn, second, again)
     assert (answer.status_code, answer.json()["task_status"]) == (200, "completed")
     task = await app.get_task_async(other_id)
     (attempt,) = task.attempt_history

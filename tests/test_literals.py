@@ -73,6 +73,7 @@ def test_every_column_of_a_finish_is_written_as_text_or_as_numbers() -> None:
         1, 1, "failed", result="{}", error="e", retry_delay=1.0, model="m", input_tokens=1,
         output_tokens=2, started_after=0.5, trace_id="t", llm_cost_usd=0.01,
         compute_usd_per_hour=1.0, run_id="r", since_last_call=0.1,
+        claim_token="9f0c6a52-1d55-4d0e-9a3b-6f3f1b2c7d10",
     )  # fmt: skip
     columns = _arrays([every_field])
     assert set(columns) >= _TEXT_COLUMNS

@@ -172,7 +172,7 @@ async def test_expired_lease_is_swept_and_the_late_result_is_rejected(app: App, 
     # The stale worker comes back with a result: fenced off, recorded on its own attempt.
     late = Outcome(stale.id, stale.attempt, "succeeded", result='"late"', input_tokens=7)
     assert await queue.finish(conn, [late]) == [queue.FinishResult(task_id, 1, False)]
-    assert await queue.renew_leases(conn, {task_id: stale.attempt}) == set()
+    assert await queue.renew_leases(conn, {task_id: stale.claim}) == set()
     await queue.finish(conn, [Outcome(fresh.id, 2, "succeeded", result='"fresh"')])
     task = await app.get_task_async(task_id)
     assert task.status == TaskStatus.COMPLETED and task.result == "fresh"
@@ -204,7 +204,7 @@ async def test_renewal_extends_the_lease_on_the_database_clock(app: App, conn: A
     await conn.execute(
         "UPDATE tasks SET lease_expires_at = now() + interval '1 s' WHERE id = %s", (task_id,)
     )
-    assert await queue.renew_leases(conn, {task_id: t.attempt}) == {task_id}
+    assert await queue.renew_leases(conn, {task_id: t.claim}) == {task_id}
     row = await (
         await conn.execute(
             "SELECT lease_expires_at - now() AS left FROM tasks WHERE id = %s", (task_id,)

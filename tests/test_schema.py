@@ -19,12 +19,13 @@ EXPECTED_COLUMNS = {
         """id agent status priority payload result error idempotency_key estimated_tokens
         attempts free_attempts max_attempts run_after lease_expires_at locked_by tenant labels
         created_at started_at finished_at
-        parent_id child_key depth children_open children_policy waiting_since root_id""".split()
+        parent_id child_key depth children_open children_policy waiting_since root_id
+        claim_token""".split()
     ),
     "task_attempts": set(
         """id task_id attempt agent worker_id run_id trace_id status started_at finished_at
         model input_tokens output_tokens llm_cost_usd compute_cost_usd error late_outcome
-        reserved_tokens last_call_at""".split()
+        reserved_tokens last_call_at claim_token""".split()
     ),
     "agents": set(
         """name max_attempts lease_seconds registered_at last_seen_at max_concurrent max_tpm

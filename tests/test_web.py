@@ -331,7 +331,9 @@ async def test_callbacks_refuse_what_postgresql_cannot_store(settings: Settings)
         db = await app.database()
         async with db.connection() as conn:
             (claimed,) = await queue.claim(conn, worker_id="w", agents=["invoice"], limit=1)
-            secret = attempt_secret(await queue.callback_key(conn), claimed.attempt_id)
+            secret = attempt_secret(
+                await queue.callback_key(conn), claimed.attempt_id, claimed.claim_token
+            )
 
         async def post(body: bytes) -> httpx.Response:
             return await client.post(

@@ -352,8 +352,9 @@ async def test_orphans_of_a_lost_claim_are_released(app: App, conn: Any) -> None
 
     held = await app.enqueue_async("double", {"n": 1})
     orphan = await app.enqueue_async("double", {"n": 2})
-    await queue.claim(conn, worker_id="me", agents=["double"], limit=2)
-    released = await queue.sweep(conn, orphans_of="me", keep=[held])
+    claimed = await queue.claim(conn, worker_id="me", agents=["double"], limit=2)
+    kept = [c.claim_token for c in claimed if c.id == held and c.claim_token]
+    released = await queue.sweep(conn, orphans_of="me", keep=kept)
     assert released == [(orphan, TaskStatus.ENQUEUED)]
     assert await status_of(app, held) == TaskStatus.PROCESSING
 

@@ -19,9 +19,13 @@ TIMESTAMP_HEADER = "X-Conveyor-Timestamp"
 MAX_CLOCK_SKEW = 300.0  # seconds a callback's timestamp may differ from the server's clock
 
 
-def attempt_secret(key: str, attempt_id: int) -> str:
-    """The callback secret of one attempt, derived from the database's key."""
-    return hmac.new(key.encode(), f"attempt:{attempt_id}".encode(), hashlib.sha256).hexdigest()
+def attempt_secret(key: str, attempt_id: int, claim_token: str | None = None) -> str:
+    """The callback secret of one attempt, derived from the database's key, and from the
+    claim's token (tasks.claim_token): after a crash undid a claim, the next claim may get
+    the same attempt id, and a job of the undone claim must not sign for it. (None: an
+    attempt claimed before claims had tokens.)"""
+    name = f"attempt:{attempt_id}" + ("" if claim_token is None else f":{claim_token}")
+    return hmac.new(key.encode(), name.encode(), hashlib.sha256).hexdigest()
 
 
 def new_key() -> str:

@@ -1,16 +1,17 @@
 """The worker's side: claim, finish (ending attempts), renew leases, sweep expired ones.
 
-Everything the worker writes is fenced by (task id, attempt number), so repeating a write
-after a lost connection, or arriving late after the task was taken over, changes nothing
-it should not. Every end of an attempt (these outcomes, the sweep, a cancel, a callback)
-goes through one SQL function, conveyor_end_attempts().
+Everything the worker writes is fenced by (task id, attempt number, claim token), so
+repeating a write after a lost connection, or arriving late after the task was taken over
+(or after a crash undid the claim, which an idle worker's claim committed asynchronously
+allows), changes nothing it should not. Every end of an attempt (these outcomes, the
+sweep, a cancel, a callback) goes through one SQL function, conveyor_end_attempts().
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,7 @@ from psycopg.rows import DictRow
 
 from conveyor.db.pool import Connection
 from conveyor.queue.literals import number_array, text_array
-from conveyor.queue.records import OUTCOMES, ClaimedTask, FinishResult, Outcome
+from conveyor.queue.records import OUTCOMES, Claim, ClaimedTask, FinishResult, Outcome
 from conveyor.sql import queue as Q
 from conveyor.states import TaskStatus
 
@@ -103,11 +104,17 @@ async def claim_alone(
     limited_limit: int | None = None,
 ) -> list[ClaimedTask]:
     """The claim as one statement, conveyor_claim() (conveyor/sql/functions/claim.sql):
-    the claim of finish_and_claim's transaction, its settings and plan its own."""
+    the claim of finish_and_claim's transaction, its settings and plan its own.
+
+    In autocommit the claim is its own transaction, and that commits asynchronously (no
+    wait for the WAL flush; claim.sql says what a crash can then undo, and the claim token
+    what fences it). In a caller's transaction, the caller's commit is left as it is."""
     params = {**_claim_params(worker_id, agents, limit, limited_limit), "limit": limit}
     if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
+        params["commit_async"] = True
         cur = await conn.execute(Q.tasks_claim_alone, params)  # its own transaction
     else:  # a caller's transaction, or a connection that would leave one open
+        params["commit_async"] = False
         async with conn.transaction():
             cur = await conn.execute(Q.tasks_claim_alone, params)
     return [_claimed(r) for r in await cur.fetchall()]
@@ -179,7 +186,9 @@ def _outcome_arrays(outcomes: Sequence[Outcome]) -> dict[str, str]:
 
 
 #: The columns of _arrays that hold text (the others hold numbers).
-_TEXT_COLUMNS = frozenset(("outcomes", "results", "errors", "models", "trace_ids", "run_ids"))
+_TEXT_COLUMNS = frozenset(
+    ("outcomes", "results", "errors", "models", "trace_ids", "run_ids", "claim_tokens")
+)
 
 
 def _may_hold_nul(arrays: dict[str, list[Any]]) -> bool:
@@ -211,6 +220,7 @@ def _arrays(outcomes: Sequence[Outcome]) -> dict[str, list[Any]]:
         "compute_rates": [o.compute_usd_per_hour for o in outcomes],
         "run_ids": [o.run_id for o in outcomes],
         "since_last_call": [o.since_last_call for o in outcomes],
+        "claim_tokens": [o.claim_token for o in outcomes],
     }
 
 
@@ -230,15 +240,22 @@ def _claimed(r: DictRow) -> ClaimedTask:
         created_at=r["created_at"],
         lease_expires_at=r["lease_expires_at"],
         reserved_tokens=r["reserved"],
+        claim_token=str(r["claim_token"]),
     )
 
 
-async def renew_leases(conn: Connection, held: dict[int, int]) -> set[int]:
-    """Extend the leases of {task_id: attempt}; return the ids still held."""
+async def renew_leases(conn: Connection, held: Mapping[int, Claim]) -> set[int]:
+    """Extend the leases of {task_id: claim}; return the ids still held."""
     if not held:
         return set()
+    claims = list(held.values())
     cur = await conn.execute(
-        Q.tasks_renew_leases, {"task_ids": list(held), "attempts": list(held.values())}
+        Q.tasks_renew_leases,
+        {
+            "task_ids": list(held),
+            "attempts": [c.attempt for c in claims],
+            "claim_tokens": [c.token for c in claims],
+        },
     )
     return {r["id"] for r in await cur.fetchall()}
 
@@ -248,9 +265,10 @@ async def sweep(
     *,
     limit: int = 500,
     orphans_of: str | None = None,
-    keep: Iterable[int] = (),
+    keep: Iterable[str] = (),
 ) -> list[tuple[int, TaskStatus]]:
-    """Take back tasks with an expired lease (and a worker's orphans); one batch."""
+    """Take back tasks with an expired lease (and the orphans of worker `orphans_of`: the
+    tasks it holds by a claim whose token is not in `keep`); one batch."""
     cur = await conn.execute(
         Q.tasks_sweep, {"limit": limit, "orphans_of": orphans_of, "keep": list(keep)}
     )

@@ -20,8 +20,14 @@ async def callback_key(conn: Connection) -> str:
     return str(row["value"])
 
 
-async def set_run_id(conn: Connection, attempt_id: int, run_id: str) -> None:
-    await conn.execute(Q.attempts_set_run_id, {"attempt_id": attempt_id, "run_id": run_id})
+async def set_run_id(
+    conn: Connection, attempt_id: int, run_id: str, claim_token: str | None = None
+) -> None:
+    """Record the job's run id on the attempt of that claim (any, with no token)."""
+    await conn.execute(
+        Q.attempts_set_run_id,
+        {"attempt_id": attempt_id, "run_id": run_id, "claim_token": claim_token},
+    )
 
 
 async def attempt_for_callback(conn: Connection, attempt_id: int) -> DictRow | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from conveyor import policy
 from conveyor.states import AttemptStatus, TaskStatus
@@ -48,6 +48,16 @@ class NewTask:
     labels: dict[str, str] | None = None
 
 
+class Claim(NamedTuple):
+    """One claim of a task: its attempt number and its claim token (tasks.claim_token, a
+    random uuid as text), what every later write of that claim is fenced by. The number
+    alone does not name a claim: one that a crash undid has the same as the next
+    (conveyor/sql/functions/attempts.sql). A None token: the attempt number alone."""
+
+    attempt: int
+    token: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimedTask:
     """A task a worker claimed, in the attempt it claimed it for."""
@@ -66,6 +76,11 @@ class ClaimedTask:
     created_at: datetime
     lease_expires_at: datetime
     reserved_tokens: int = 0
+    claim_token: str | None = None  # the claim's own name (Claim)
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(self.attempt, self.claim_token)
 
     @property
     def charged_attempts(self) -> int:
@@ -95,6 +110,14 @@ class Outcome:
     # (task_attempts.last_call_at); None: unknown, the window counts from the attempt's end.
     since_last_call: float | None = None
     agent: str | None = None  # for the worker's own bookkeeping (throttling); not written
+    # The claim this outcome ends (ClaimedTask.claim_token): a claim a crash undid is then
+    # told apart from the task's next claim of the same attempt number. None: fenced by
+    # the attempt number alone.
+    claim_token: str | None = None
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(self.attempt, self.claim_token)
 
 
 @dataclass(frozen=True, slots=True)

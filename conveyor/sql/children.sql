@@ -90,7 +90,7 @@ RETURNING t.id;
 -- like every end of an attempt: the NOTIFY of the change stops their agents, and what
 -- they still report is fenced off. (The rows are locked by the statement before.)
 WITH running AS MATERIALIZED (
-    SELECT x.id, x.attempts
+    SELECT x.id, x.attempts, x.claim_token
     FROM tasks x
     JOIN conveyor_tree(%(id)s) tree USING (id)
     WHERE x.status = 'processing' AND x.waiting_since IS NULL
@@ -99,12 +99,13 @@ WITH running AS MATERIALIZED (
 ), batch AS (
     -- All NULL when nothing runs: then the function ends nothing.
     SELECT array_agg(id) AS ids, array_agg(attempts) AS attempts,
-           array_agg('cancelled'::text) AS outcomes, array_agg('cancelled'::text) AS errors
+           array_agg('cancelled'::text) AS outcomes, array_agg('cancelled'::text) AS errors,
+           array_agg(claim_token) AS claim_tokens
     FROM running
 )
 SELECT e.task_id AS id
 FROM batch b
 CROSS JOIN LATERAL conveyor_end_attempts(
     b.ids, b.attempts, b.outcomes, NULL, b.errors, NULL,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL) e
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, p_claim_tokens => b.claim_tokens) e
 WHERE e.applied;

@@ -243,21 +243,23 @@ WITH wanted AS (
         attempts = t.attempts + 1,
         locked_by = %(worker_id)s,
         lease_expires_at = now() + make_interval(secs => a.lease_seconds),
-        started_at = coalesce(t.started_at, clock_timestamp())
+        started_at = coalesce(t.started_at, clock_timestamp()),
+        claim_token = gen_random_uuid()
     FROM picked p, agents a
     WHERE t.id = p.task_id
       AND a.name = t.agent
     RETURNING t.id, t.agent, t.payload, t.priority, t.attempts, t.max_attempts,
               t.free_attempts, t.estimated_tokens, t.tenant, t.labels, t.created_at,
-              t.lease_expires_at, p.reserved
+              t.lease_expires_at, p.reserved, t.claim_token
 ), attempt_rows AS (
-    INSERT INTO task_attempts (task_id, attempt, agent, worker_id, status, reserved_tokens)
-    SELECT id, attempts, agent, %(worker_id)s, 'running', reserved FROM claimed
+    INSERT INTO task_attempts (task_id, attempt, agent, worker_id, status, reserved_tokens,
+                               claim_token)
+    SELECT id, attempts, agent, %(worker_id)s, 'running', reserved, claim_token FROM claimed
     RETURNING id, task_id
 )
 SELECT c.id, c.agent, c.payload, c.priority, c.attempts, c.max_attempts, c.free_attempts,
        c.estimated_tokens, c.tenant, c.labels, c.created_at, c.lease_expires_at, c.reserved,
-       r.id AS attempt_id
+       r.id AS attempt_id, c.claim_token
 FROM claimed c
 JOIN attempt_rows r ON r.task_id = c.id
 ORDER BY c.priority DESC, c.created_at, c.id;
@@ -265,9 +267,11 @@ ORDER BY c.priority DESC, c.created_at, c.id;
 -- name: tasks_claim_alone
 -- tasks_claim as one statement in autocommit, when there is nothing to finish (an idle
 -- worker's claim): see conveyor_claim() in conveyor/sql/functions/claim.sql for how it
--- keeps planner_index_only's settings and a plan that does not know its LIMIT.
+-- keeps planner_index_only's settings and a plan that does not know its LIMIT, and why
+-- %(commit_async)s (true only in autocommit, where the claim is the whole transaction)
+-- lets its commit skip the wait for the WAL flush.
 SELECT * FROM conveyor_claim(%(worker_id)s, %(agents)s::text[], %(limit)s::int,
-                             %(limited_limit)s::int);
+                             %(limited_limit)s::int, %(commit_async)s::boolean);
 
 -- name: attempts_finish
 -- End a batch of a worker's attempts (or a callback's) with their outcomes: see
@@ -279,17 +283,23 @@ FROM conveyor_end_attempts(
     %(results)s::text[]::jsonb[], %(errors)s::text[], %(retry_delays)s::float8[],
     %(models)s::text[], %(input_tokens)s::int[], %(output_tokens)s::int[],
     %(started_after)s::float8[], %(trace_ids)s::text[], %(llm_costs)s::numeric[],
-    %(compute_rates)s::float8[], %(run_ids)s::text[], %(since_last_call)s::float8[]);
+    %(compute_rates)s::float8[], %(run_ids)s::text[], %(since_last_call)s::float8[],
+    %(claim_tokens)s::uuid[]);
 
 -- name: tasks_renew_leases
--- Extend the leases of the attempts a worker is running. Fenced by attempt like every
--- write of a worker; the ids that do not come back were taken from it (lost or cancelled).
--- Only lease_expires_at changes and it is in no index, so this is a HOT update.
+-- Extend the leases of the attempts a worker is running. Fenced by attempt and claim token
+-- like every write of a worker (a NULL token: an attempt claimed before tokens existed, the
+-- attempt number alone); the ids that do not come back were taken from it (lost or
+-- cancelled, or a crash undid the claim). Only lease_expires_at changes and it is in no
+-- index, so this is a HOT update.
 UPDATE tasks t
 SET lease_expires_at = now() + make_interval(secs => a.lease_seconds)
-FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[]) AS r(task_id, attempt), agents a
+FROM unnest(%(task_ids)s::bigint[], %(attempts)s::int[], %(claim_tokens)s::uuid[])
+     AS r(task_id, attempt, claim_token),
+     agents a
 WHERE t.id = r.task_id
   AND t.attempts = r.attempt
+  AND (r.claim_token IS NULL OR t.claim_token = r.claim_token)
   AND t.status = 'processing'
   AND a.name = t.agent
 RETURNING t.id;
@@ -297,19 +307,20 @@ RETURNING t.id;
 -- name: tasks_sweep
 -- Take back tasks whose worker stopped renewing the lease (crashed, frozen, cut off), or,
 -- with %(orphans_of)s, the tasks a reconnecting worker holds but does not know it runs
--- (claims whose commit it never heard of). Their attempts end 'lost' through
+-- (claims whose commit it never heard of): those whose claim token is none of %(keep)s,
+-- the claims it runs (an attempt claimed before tokens existed is left to its lease). Their attempts end 'lost' through
 -- conveyor_end_attempts(): the task goes back to the queue at once, or fails when it has
 -- no retries left (the retry rule is the function's). The rows are locked here, as they
 -- are now (FOR UPDATE re-reads a row changed since the snapshot and checks it again), so a
 -- lease renewed meanwhile is not swept, and the function's fence finds them as locked.
 WITH expired AS MATERIALIZED (
-    SELECT id, attempts,
+    SELECT id, attempts, claim_token,
            'attempt ' || attempts || ' lost: worker ' || coalesce(locked_by, '?')
                || ' stopped renewing its lease' AS error
     FROM tasks
     WHERE status = 'processing'
       AND (lease_expires_at < now()
-           OR (locked_by = %(orphans_of)s AND id <> ALL(%(keep)s::bigint[])))
+           OR (locked_by = %(orphans_of)s AND claim_token <> ALL(%(keep)s::uuid[])))
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -317,14 +328,14 @@ WITH expired AS MATERIALIZED (
     -- All NULL when nothing expired: then the function ends nothing.
     SELECT array_agg(id) AS ids, array_agg(attempts) AS attempts,
            array_agg('lost'::text) AS outcomes, array_agg(error) AS errors,
-           array_agg(0::float8) AS retry_delays
+           array_agg(0::float8) AS retry_delays, array_agg(claim_token) AS claim_tokens
     FROM expired
 )
 SELECT e.task_id AS id, e.status
 FROM batch b
 CROSS JOIN LATERAL conveyor_end_attempts(
     b.ids, b.attempts, b.outcomes, NULL, b.errors, b.retry_delays,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL) e
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, p_claim_tokens => b.claim_tokens) e
 WHERE e.applied
 ORDER BY e.task_id;
 
@@ -338,7 +349,7 @@ SELECT pg_try_advisory_xact_lock(hashtext('conveyor.sweeper')) AS locked;
 -- attempt. The NOTIFY of the status change tells its worker to stop the agent, and
 -- whatever the agent still reports afterwards is fenced off by the same function.
 WITH target AS MATERIALIZED (
-    SELECT id, status, attempts
+    SELECT id, status, attempts, claim_token
     FROM tasks
     WHERE id = %(id)s
       AND status IN ('enqueued', 'processing')
@@ -355,7 +366,8 @@ WITH target AS MATERIALIZED (
 ), running AS (
     -- All NULL unless the task runs: then the function ends nothing.
     SELECT array_agg(id) AS ids, array_agg(attempts) AS attempts,
-           array_agg('cancelled'::text) AS outcomes, array_agg('cancelled'::text) AS errors
+           array_agg('cancelled'::text) AS outcomes, array_agg('cancelled'::text) AS errors,
+           array_agg(claim_token) AS claim_tokens
     FROM target
     WHERE status = 'processing'
 )
@@ -365,7 +377,7 @@ SELECT e.task_id
 FROM running r
 CROSS JOIN LATERAL conveyor_end_attempts(
     r.ids, r.attempts, r.outcomes, NULL, r.errors, NULL,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL) e
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, p_claim_tokens => r.claim_tokens) e
 WHERE e.applied;
 
 -- name: tasks_retry
@@ -442,11 +454,16 @@ RETURNING k.value;
 
 -- name: attempts_set_run_id
 -- The dispatcher's name for the job. A callback may already have ended the attempt:
--- the run id is recorded all the same, for the record.
-UPDATE task_attempts SET run_id = %(run_id)s WHERE id = %(attempt_id)s AND run_id IS NULL;
+-- the run id is recorded all the same, for the record. Only on the attempt of that claim:
+-- after a crash undid a claim, its attempt id may be drawn again by the next one.
+UPDATE task_attempts
+SET run_id = %(run_id)s
+WHERE id = %(attempt_id)s
+  AND run_id IS NULL
+  AND (%(claim_token)s::uuid IS NULL OR claim_token = %(claim_token)s::uuid);
 
 -- name: attempts_for_callback
-SELECT a.id, a.task_id, a.attempt, a.agent, a.status, a.late_outcome,
+SELECT a.id, a.task_id, a.attempt, a.agent, a.status, a.late_outcome, a.claim_token,
        t.status AS task_status, t.attempts AS task_attempts, t.free_attempts, t.max_attempts
 FROM task_attempts a
 JOIN tasks t ON t.id = a.task_id

@@ -99,8 +99,11 @@ def router(app: App) -> APIRouter:
                 raise ApiError(404, "not_found", f"no attempt with id {attempt_id!r}")
             if not keys:
                 keys.append(await queue.callback_key(conn))
+            token = row["claim_token"]
             problem = verify(
-                attempt_secret(keys[0], number),
+                # A job of a claim a crash undid signed with the secret of its own claim,
+                # not this one's (the attempt id may be the same): refused here.
+                attempt_secret(keys[0], number, None if token is None else str(token)),
                 raw,
                 request.headers.get(TIMESTAMP_HEADER),
                 request.headers.get(SIGNATURE_HEADER),
@@ -204,4 +207,5 @@ def _outcome(app: App, row: Any, body: CallbackBody, cost_usd: float | None) -> 
         output_tokens=usage.output_tokens,
         trace_id=body.trace_id,
         llm_cost_usd=cost_usd,
+        claim_token=None if row["claim_token"] is None else str(row["claim_token"]),
     )

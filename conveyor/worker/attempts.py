@@ -80,6 +80,9 @@ class Attempts:
         # Attempts running, by task id: done when the database says one ended without us.
         self._ended_elsewhere: dict[int, asyncio.Future[None]] = {}
         self._callback_key: str | None = None
+        # The claim token of each attempt running, by attempt id: its callback's secret and
+        # its run id name the claim (an attempt id alone may repeat after a crash).
+        self._claim_tokens: dict[int, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None  # the worker's, once it runs
         # Every task's readers of its children (task.children()): bound once, here.
         self._children_readers = (self._children_of, self._children_of_sync)
@@ -103,6 +106,7 @@ class Attempts:
         task.children_reader, task.children_reader_sync = self._children_readers
         ended_elsewhere: asyncio.Future[None] = loop.create_future()
         self._ended_elsewhere[claimed.id] = ended_elsewhere
+        self._claim_tokens[claimed.attempt_id] = claimed.claim_token
         attempt = Attempt(
             task=task,
             attempt_id=claimed.attempt_id,
@@ -135,6 +139,8 @@ class Attempts:
             self.timings.ran(claimed.agent, time.monotonic() - began)
             if self._ended_elsewhere.get(claimed.id) is ended_elsewhere:
                 del self._ended_elsewhere[claimed.id]
+            if self._claim_tokens.get(claimed.attempt_id, "") == claimed.claim_token:
+                del self._claim_tokens[claimed.attempt_id]
         usage = task.usage
         called = usage.calls > 0
         return Outcome(
@@ -160,6 +166,7 @@ class Attempts:
             since_last_call=(
                 None if usage.last_call is None else max(0.0, time.monotonic() - usage.last_call)
             ),
+            claim_token=claimed.claim_token,
         )
 
     def outcome(self, claimed: ClaimedTask, kind: AttemptOutcome, **values: Any) -> Outcome:
@@ -169,6 +176,7 @@ class Attempts:
             attempt=claimed.attempt,
             outcome=kind,
             agent=claimed.agent,
+            claim_token=claimed.claim_token,
             **values,
         )
 
@@ -228,14 +236,16 @@ class Attempts:
                 self._callback_key = await queue.callback_key(conn)
         return Callback(
             url=f"{self.public_url.rstrip('/')}/api/callbacks/{attempt_id}",
-            secret=attempt_secret(self._callback_key, attempt_id),
+            secret=attempt_secret(
+                self._callback_key, attempt_id, self._claim_tokens.get(attempt_id)
+            ),
         )
 
     async def record_run_id(self, attempt_id: int, run_id: str) -> None:
         assert self.db is not None
         try:
             async with self.db.connection() as conn:
-                await queue.set_run_id(conn, attempt_id, run_id)
+                await queue.set_run_id(conn, attempt_id, run_id, self._claim_tokens.get(attempt_id))
         except TRANSIENT_ERRORS as exc:
             log.warning(
                 "could not record a job's run id",

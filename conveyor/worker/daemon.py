@@ -36,6 +36,7 @@ from conveyor.errors import DatabaseUnavailable
 from conveyor.listener import Listener
 from conveyor.llm.pricing import Pricer, parse_prices
 from conveyor.log import fields
+from conveyor.queue import Claim
 from conveyor.sweeper import Pruner, Sweeper
 from conveyor.worker.attempts import Attempts
 from conveyor.worker.exchange import Exchange
@@ -119,8 +120,8 @@ class Worker:
     # What tests and logs read
 
     @property
-    def held(self) -> dict[int, int]:
-        """Task id -> attempt, for every task the worker holds in the database."""
+    def held(self) -> dict[int, Claim]:
+        """Task id -> claim, for every task the worker holds in the database."""
         return self.slots.held
 
     @property

@@ -388,7 +388,7 @@ class Exchange:
 
     def _settle(self, outcomes: list[Outcome], finished: list[queue.FinishResult]) -> None:
         for outcome in outcomes:
-            self.slots.let_go(outcome.task_id, outcome.attempt)
+            self.slots.let_go(outcome.task_id, outcome.claim)
         self.written_count += len(outcomes)
         for r in finished:
             if not r.applied:
@@ -400,7 +400,9 @@ class Exchange:
     async def _release_orphans(self, db: Database) -> None:
         async with db.connection() as conn:
             released = await queue.sweep(
-                conn, orphans_of=self.worker_id, keep=list(self.slots.held)
+                conn,
+                orphans_of=self.worker_id,
+                keep=[c.token for c in self.slots.held.values() if c.token is not None],
             )
         self.orphans_possible = False
         if released:

@@ -38,7 +38,7 @@ class LeaseKeeper:
                 # meanwhile, that outcome is fenced off and recorded as late.
                 continue
             # Taken from us: the sweeper gave it away, or it was cancelled.
-            log.warning("lease lost", extra=fields(task_id=task_id, attempt=held[task_id]))
+            log.warning("lease lost", extra=fields(task_id=task_id, attempt=held[task_id].attempt))
             self.slots.take_away(task_id, "taken")
 
     async def run(self, db: Database) -> None:

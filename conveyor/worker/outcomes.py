@@ -97,4 +97,5 @@ def unstorable(outcome: Outcome, exc: BaseException) -> Outcome:
         started_after=outcome.started_after,
         compute_usd_per_hour=outcome.compute_usd_per_hour,
         agent=outcome.agent,
+        claim_token=outcome.claim_token,
     )

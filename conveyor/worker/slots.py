@@ -1,7 +1,7 @@
 """What a worker holds and runs: claimed tasks waiting in the buffer, attempts running in
 its slots, and `held`, every task the worker holds in the database (claimed, its outcome
-not yet written) with its attempt number — what the lease keeper renews, and what the
-worker keeps when it releases orphans after a lost connection."""
+not yet written) with its claim (attempt number and claim token) — what the lease keeper
+renews, and what the worker keeps when it releases orphans after a lost connection."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import collections
 import time
 from collections.abc import Callable
 
-from conveyor.queue import AttemptOutcome, ClaimedTask
+from conveyor.queue import AttemptOutcome, Claim, ClaimedTask
 from conveyor.worker.attempts import Attempts, Run
 from conveyor.worker.outbox import Outbox
 from conveyor.worker.outcomes import RELEASED, STOPPED
@@ -30,7 +30,7 @@ class Slots:
         self.attempts = attempts
         self.outbox = outbox
         self._stopping = stopping
-        self.held: dict[int, int] = {}  # task id -> attempt
+        self.held: dict[int, Claim] = {}  # task id -> claim
         self.buffer: collections.deque[tuple[ClaimedTask, float]] = collections.deque()
         self.running: dict[int, Run] = {}  # by task id
         self.slot_free = Signal()
@@ -58,7 +58,7 @@ class Slots:
         if claimed.id in self.held:
             self.take_away(claimed.id, "taken")
         self.claimed_count += 1
-        self.held[claimed.id] = claimed.attempt
+        self.held[claimed.id] = claimed.claim
         self.buffer.append((claimed, time.monotonic()))
         self.fill()
 
@@ -87,14 +87,14 @@ class Slots:
 
     def _settled_elsewhere(self, claimed: ClaimedTask) -> None:
         """A callback ended the attempt: nothing left to write, only to forget."""
-        self.let_go(claimed.id, claimed.attempt)
+        self.let_go(claimed.id, claimed.claim)
         self.settled_count += 1
         self.outbox.progress.set()  # a lane waiting to drain may be done
 
-    def let_go(self, task_id: int, attempt: int) -> None:
+    def let_go(self, task_id: int, claim: Claim) -> None:
         """The attempt's end is in the database: the task is no longer held (unless a
-        newer attempt of it is)."""
-        if self.held.get(task_id) == attempt:
+        newer claim of it is)."""
+        if self.held.get(task_id) == claim:
             del self.held[task_id]
 
     def take_away(self, task_id: int, reason: str) -> None:

@@ -38,14 +38,21 @@ $$;
 
 -- End a batch of attempts, given as parallel arrays (one element per outcome; an array
 -- passed as NULL is NULL for every outcome: the sweeper and a cancel report no usage).
--- Fenced: a task moves only while it is still 'processing' in the very attempt that
--- reports (tasks.attempts = the outcome's attempt), so an outcome that arrives after the
--- sweeper, a cancel or another worker took the task over changes nothing of the task; it
--- is recorded on its own attempt as late_outcome, with the usage it spent.
+-- Fenced: a task moves only while it is still 'processing' in the very claim that
+-- reports (tasks.attempts = the outcome's attempt, tasks.claim_token = its claim token),
+-- so an outcome that arrives after the sweeper, a cancel or another worker took the task
+-- over changes nothing of the task; it is recorded on its own attempt as late_outcome,
+-- with the usage it spent. The token (migration 0016) tells apart two claims of the same
+-- attempt number: an idle worker's claim commits asynchronously (claim.sql), a crash may
+-- undo it, and the task's next claim is then attempt N again, on an attempt row that may
+-- even have the same id. An outcome without a token (NULL: a caller that does not know
+-- it, or an attempt claimed before tokens existed) is fenced by the attempt number alone.
 --
 -- Returns one row per attempt row written: applied (it ended the attempt; status is then
--- the task's new status) or not (recorded as late). An outcome missing from the answer
--- ended its attempt already: a repeat of a write whose commit the worker did not hear of.
+-- the task's new status) or not (recorded as late), and one row, not applied, for an
+-- outcome of a claim that no longer exists (a crash undid it; there is no attempt row to
+-- record it on). An outcome missing from the answer ended its attempt already: a repeat
+-- of a write whose commit the worker did not hear of.
 --
 -- Every caller locks the tasks it ends first or relies on the fence: the worker's rows
 -- are its own (locked by the UPDATE), the sweeper and a cancel lock theirs FOR UPDATE
@@ -87,7 +94,9 @@ CREATE OR REPLACE FUNCTION conveyor_end_attempts(
     p_run_ids text[] DEFAULT NULL,
     -- Seconds from the attempt's last model call to its outcome, by the worker's clock
     -- (task_attempts.last_call_at, migration 0013).
-    p_since_last_call double precision[] DEFAULT NULL
+    p_since_last_call double precision[] DEFAULT NULL,
+    -- The claim each outcome ends (tasks.claim_token as the claim returned it).
+    p_claim_tokens uuid[] DEFAULT NULL
 ) RETURNS TABLE (task_id bigint, attempt integer, applied boolean, status text)
 LANGUAGE plpgsql
 SET enable_seqscan = off
@@ -104,10 +113,11 @@ BEGIN
                clock_timestamp() AS ended_at
         FROM unnest(p_task_ids, p_attempts, p_outcomes, p_results, p_errors, p_retry_delays,
                     p_models, p_input_tokens, p_output_tokens, p_started_after, p_trace_ids,
-                    p_llm_costs, p_compute_rates, p_run_ids, p_since_last_call)
+                    p_llm_costs, p_compute_rates, p_run_ids, p_since_last_call,
+                    p_claim_tokens)
              AS o(task_id, attempt, outcome, result, error, retry_delay, model,
                   input_tokens, output_tokens, started_after_s, trace_id, llm_cost,
-                  compute_rate, run_id, since_last_call)
+                  compute_rate, run_id, since_last_call, claim_token)
     ), decided AS MATERIALIZED (
         -- fenced_status: what the task must still be for its outcome to apply (below).
         SELECT o.*, 'processing'::text AS fenced_status,
@@ -147,6 +157,7 @@ BEGIN
           -- plan walked every processing task instead of looking up the batch's ids.
           AND t.status = d.fenced_status
           AND t.attempts = d.attempt
+          AND (d.claim_token IS NULL OR t.claim_token = d.claim_token)
           AND t.waiting_since IS NULL
         RETURNING t.id, t.status, t.priority, t.tenant, t.labels, t.depth, t.root_id
     ), spawned AS (
@@ -241,6 +252,9 @@ BEGIN
           -- task_attempts is small, the plan read the whole table (or its whole index) into
           -- a hash join at every finish.
           AND a.task_id = ANY (p_task_ids)
+          -- The attempt row of this claim: not the row of a later claim that drew the same
+          -- attempt number after a crash undid this one.
+          AND (o.claim_token IS NULL OR a.claim_token = o.claim_token)
           AND (e.id IS NOT NULL
                -- Late: the attempt was ended by someone else (sweep, cancel). An attempt
                -- this very outcome ended already (same status, same error: the worker
@@ -251,7 +265,19 @@ BEGIN
                             AND a.error IS NOT DISTINCT FROM o.error)))
         RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied, e.status
     )
-    SELECT r.task_id, r.attempt, r.applied, r.status FROM attempt_rows r;
+    SELECT r.task_id, r.attempt, r.applied, r.status FROM attempt_rows r
+    UNION ALL
+    -- An outcome of a claim a crash undid: no attempt row of the database holds its token.
+    -- Looked for only among the outcomes that ended nothing (none on the hot path).
+    SELECT o.task_id, o.attempt, false, NULL::text
+    FROM outcome o
+    CROSS JOIN ended_status s
+    WHERE o.claim_token IS NOT NULL
+      AND NOT s.by_id ? o.task_id::text
+      AND NOT EXISTS (SELECT FROM task_attempts a
+                      WHERE a.task_id = o.task_id
+                        AND a.attempt = o.attempt
+                        AND a.claim_token = o.claim_token);
 
     -- A parent that spawned waits for its unfinished children, counted now that they are
     -- inserted; one whose children had all succeeded already runs again at once.
