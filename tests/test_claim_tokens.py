@@ -11,6 +11,7 @@ the second's accepted.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import tempfile
@@ -18,6 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from psycopg.rows import dict_row
@@ -25,9 +27,10 @@ from psycopg.rows import dict_row
 from conveyor import App, TaskStatus, queue
 from conveyor.db.embedded import EmbeddedPostgres
 from conveyor.db.embedded.processes import PidFile, kill_all, poll, server_processes
-from conveyor.external import attempt_secret
+from conveyor.external import attempt_secret, sign
 from conveyor.queue import FinishResult, Outcome
 from conveyor.settings import Settings
+from tests.web import serving
 
 # Nothing but a commit that waits for it writes the WAL out: no WAL writer round (and the
 # WAL writer is stopped besides, _hold_back_wal), no background writer writing a page
@@ -74,7 +77,7 @@ async def _connect(url: str) -> psycopg.AsyncConnection[Any]:
 
 async def _hold_back_wal(conn: Any) -> None:
     """Stop the WAL writer process (SIGSTOP): whatever an asynchronous commit leaves in
-    the WAL buffers stays there. Checked: the WAL written so far ends where it did."""
+    the WAL buffers stays there (the test checks that the claim's WAL is unwritten)."""
     row = await _row(conn, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'")
     assert row is not None, "a WAL writer runs"
     os.kill(row["pid"], signal.SIGSTOP)
@@ -145,12 +148,11 @@ async def test_a_claim_a_crash_undid_is_fenced_off_by_its_token(
         await queue.set_run_id(conn, first.attempt_id, "pid:stale", first.claim_token)
         # The first worker reconnecting releases its orphans: not the second worker's task.
         assert await queue.sweep(conn, orphans_of="first", keep=[first.claim_token]) == []
-        # An external job of the first claim signed with its claim's secret, which is not
-        # the secret the callback route checks for this attempt now.
-        key = await queue.callback_key(conn)
-        assert attempt_secret(key, first.attempt_id, first.claim_token) != attempt_secret(
-            key, second.attempt_id, second.claim_token
-        )
+        # An external job of the first claim signs its callback with its claim's secret:
+        # the route checks the secret of the claim the attempt id names now, and refuses.
+        async with serving(producer) as url, httpx.AsyncClient(base_url=url) as client:
+            answer = await _callback(client, conn, first)
+            assert answer.status_code == 401, answer.text
         row = await _row(
             conn,
             "SELECT status, locked_by, attempts, result FROM tasks WHERE id = %s",
@@ -158,13 +160,17 @@ async def test_a_claim_a_crash_undid_is_fenced_off_by_its_token(
         )
         assert row == {"status": "processing", "locked_by": "second", "attempts": 1, "result": None}
 
-        # The second claim renews, runs and finishes as if nothing had happened.
+        # The second claim renews, runs and finishes as if nothing had happened, and its
+        # finish is durable: it survives the same crash.
         assert await queue.renew_leases(conn, {task_id: second.claim}) == {task_id}
         await queue.set_run_id(conn, second.attempt_id, "pid:fresh", second.claim_token)
         fresh = Outcome(
             task_id, second.attempt, "succeeded", result='"fresh"', claim_token=second.claim_token
         )
+        await _hold_back_wal(conn)
         assert await queue.finish(conn, [fresh]) == [FinishResult(task_id, 1, True)]
+    _crash(server)
+    server.start()
 
     task = await producer.get_task_async(task_id)
     assert (task.status, task.result) == (TaskStatus.COMPLETED, "fresh")
@@ -175,6 +181,28 @@ async def test_a_claim_a_crash_undid_is_fenced_off_by_its_token(
         "pid:fresh",
     )
     assert (attempt.late_outcome, attempt.input_tokens) == (None, None), "nothing of the stale one"
+    # The route does accept the second claim's signature: a redelivery of its end.
+    async with (
+        await _connect(server.url) as conn,
+        serving(producer) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
+        answer = await _callback(client, conn, second)
+        assert (answer.status_code, answer.json()["task_status"]) == (200, "completed")
+
+
+async def _callback(
+    client: httpx.AsyncClient, conn: Any, claimed: queue.ClaimedTask
+) -> httpx.Response:
+    """POST the external job's callback of `claimed`, signed with its claim's secret."""
+    key = await queue.callback_key(conn)
+    secret = attempt_secret(key, claimed.attempt_id, claimed.claim_token)
+    body = json.dumps({"status": "succeeded", "result": "stale"}).encode()
+    return await client.post(
+        f"/api/callbacks/{claimed.attempt_id}",
+        content=body,
+        headers={"content-type": "application/json", **sign(secret, body)},
+    )
 
 
 async def test_only_the_claim_alone_commits_asynchronously(app: App, conn: Any) -> None:
