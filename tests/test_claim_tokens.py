@@ -238,3 +238,27 @@ async def test_every_claim_draws_its_own_token(app: App, conn: Any) -> None:
     for c in claimed:
         row = await queue.attempt_for_callback(conn, c.attempt_id)
         assert row is not None and str(row["claim_token"]) == c.claim_token
+
+
+async def test_the_token_is_in_no_index_and_renewals_stay_hot(app: App, conn: Any) -> None:
+    app.agent("a")(_noop)
+    await app.enqueue_async("a", {})
+    indexed = await _row(
+        conn,
+        """SELECT count(*) AS n FROM pg_index i
+           JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+           WHERE a.attname = 'claim_token'""",
+    )
+    assert indexed == {"n": 0}
+    (claimed,) = await queue.claim_alone(conn, worker_id="w", agents=["a"], limit=1)
+    counts = (
+        "SELECT n_tup_upd AS updates, n_tup_hot_upd AS hot FROM pg_stat_xact_user_tables "
+        "WHERE relname = 'tasks'"
+    )
+    # Inside one transaction, whose counts are not flushed meanwhile: the difference.
+    async with conn.transaction(force_rollback=True):
+        before = await _row(conn, counts)
+        for _ in range(5):
+            assert await queue.renew_leases(conn, {claimed.id: claimed.claim}) == {claimed.id}
+        after = await _row(conn, counts)
+    assert (after["updates"] - before["updates"], after["hot"] - before["hot"]) == (5, 5)
