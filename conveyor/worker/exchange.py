@@ -393,7 +393,7 @@ class Exchange:
         for r in finished:
             if not r.applied:
                 log.warning(
-                    "late outcome rejected: the attempt had already ended",
+                    "late outcome rejected: its attempt had ended, or a crash undid its claim",
                     extra=fields(task_id=r.task_id, attempt=r.attempt),
                 )
 
