@@ -20,7 +20,7 @@ from itertools import product
 from conveyor.agents.invoice_labels import NO_VAT, sum_label
 from conveyor.agents.invoice_sheet import BELOW_LINES, Sheet, Spot
 from conveyor.agents.invoice_table import find_header
-from conveyor.agents.values import currency_of
+from conveyor.agents.values import cell_amounts, currency_of
 from conveyor.documents.layout import Cell, Line
 
 CENT = Decimal("0.01")
@@ -90,6 +90,8 @@ def candidates(sheet: Sheet) -> list[Amount]:
                     right.append(value)
                     if currency_of(other.text):
                         marked.append(value)
+                else:
+                    right += cell_amounts(other.text, sheet.style)  # columns run together
             # "TOTAL | 55.00 | $4555.00": of several amounts, those printed as money are
             # the sums; the bare ones are hours, quantities or rates.
             if marked and len(marked) < len(right):

@@ -1,0 +1,52 @@
+"""Structures of invoices the reader had not met: each mechanism stated for any invoice
+and checked on a snippet drawn here (not taken from any benchmark document)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from conveyor.agents.values import NumberStyle, cell_amounts
+from tests.snippets import extraction
+
+COMMA = NumberStyle(",", ".")
+DOT = NumberStyle(".", ",")
+
+
+def test_a_sums_row_whose_columns_ran_together_offers_its_amounts() -> None:
+    assert cell_amounts("1.200,00 19% 228,00 1.428,00", COMMA) == [
+        Decimal("1200.00"),
+        Decimal("228.00"),
+        Decimal("1428.00"),
+    ]
+    assert cell_amounts("80.00 8.5% 6.80", DOT) == [Decimal("80.00"), Decimal("6.80")]
+    # One amount grouped by spaces, a quantity with its unit, words: no row of amounts.
+    assert cell_amounts("1 710,00", NumberStyle(",", " ")) == []
+    assert cell_amounts("2 pcs 14,00", COMMA) == []
+    assert cell_amounts("14,00", COMMA) == []
+
+
+def test_net_tax_and_gross_printed_in_one_cell_of_a_sums_row() -> None:
+    draw = [
+        (60, 50, "Rechnung", 18),
+        (60, 90, "Rechnung Nr. 77/2024"),
+        (60, 104, "Datum: 03.06.2024"),
+        (60, 130, "Nordlicht Werkstatt GmbH"),
+        (320, 130, "Kunde: Hafenbau AG"),
+        (60, 200, "Beschreibung"),
+        (300, 200, "Menge"),
+        (360, 200, "Preis"),
+        (450, 200, "Betrag"),
+        (60, 220, "Wartung Heizung"),
+        (300, 220, "1"),
+        (360, 220, "1.200,00"),
+        (450, 220, "1.200,00"),
+        (300, 260, "Summe"),
+        (360, 260, "1.200,00 19% 228,00 1.428,00"),
+    ]
+    result = extraction(draw)
+    data = result.data
+    assert isinstance(data, dict)
+    assert (data["subtotal"], data["tax"], data["total"]) == ("1200.00", "228.00", "1428.00")
+    # Without the run-together row, nothing says what the tax is.
+    bare = extraction([d for d in draw if not d[2].startswith("1.200,00 19%")]).data
+    assert isinstance(bare, dict) and bare["tax"] is None
