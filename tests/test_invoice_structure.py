@@ -50,3 +50,37 @@ def test_net_tax_and_gross_printed_in_one_cell_of_a_sums_row() -> None:
     # Without the run-together row, nothing says what the tax is.
     bare = extraction([d for d in draw if not d[2].startswith("1.200,00 19%")]).data
     assert isinstance(bare, dict) and bare["tax"] is None
+
+
+def _goods_vat_total(goods: str, vat: str, total: str) -> list[tuple[float, float, str]]:
+    return [
+        (60, 50, "FATTURA", 18),
+        (400, 60, "numero: 88"),
+        (400, 74, "data: 12/03/2024"),
+        (60, 110, "Officina Rossi SRL"),
+        (320, 110, "Studio Verdi"),
+        (60, 200, "Descrizione"),
+        (300, 200, "Quantità"),
+        (400, 200, "Importo"),
+        (60, 220, "Revisione impianto"),
+        (300, 220, "1"),
+        (400, 220, goods),
+        (300, 260, "Totale servizi"),
+        (450, 260, goods),
+        (300, 276, "Totale IVA"),
+        (450, 276, vat),
+        (300, 292, "Totale"),
+        (450, 292, total),
+    ]
+
+
+def test_a_total_over_its_tax_and_a_bigger_total_is_the_net() -> None:
+    result = extraction(_goods_vat_total("40,00", "8,8", "48,8"))
+    data = result.data
+    assert isinstance(data, dict)
+    assert (data["subtotal"], data["tax"], data["total"]) == ("40.00", "8.8", "48.8")
+    # The arithmetic alone names the net: none of the three is read for sure.
+    assert max(result.fields[name] for name in ("subtotal", "tax", "total")) < 0.9
+    # Totals that its tax does not join stay totals: the first is no net.
+    other = extraction(_goods_vat_total("40,00", "8,8", "50,00")).data
+    assert isinstance(other, dict) and other["subtotal"] != "40.00"

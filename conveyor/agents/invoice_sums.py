@@ -232,6 +232,7 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     grosses = _best(amounts, "gross") + [
         Amount("gross", a.value, a.weight * 0.8, a.line) for a in _best(amounts, "due")
     ]
+    nets += _totals_of_nets(amounts)
     none = Amount("none", Decimal(0), 0.0, -1)
     # Shipping and the like add to the net, a discount takes from it, before the total.
     charges = _one_per_line(amounts, "charge") - _one_per_line(amounts, "discount")
@@ -286,6 +287,8 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
             conf[name] = SURE if picked.weight >= 0.8 and not rivals else LIKELY
         else:
             conf[name] = WEAK if not rivals else GUESS
+        if net.kind == "total-net":
+            conf[name] = min(conf[name], FAIR)  # the sums agree by a net that no label names
     inside = False  # the taxes are inside the prices, and printed
     if (
         agree
@@ -349,6 +352,24 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         result.net = result.gross  # no tax: the items (and charges) are the total
         conf["subtotal"] = FAIR
     return result
+
+
+def _totals_of_nets(amounts: list[Amount]) -> list[Amount]:
+    """Totals that are nets: "Total goods and services | 25,00" over "Total VAT | 5,50"
+    over "Total | 30,50", a total whose tax, printed below it, makes the bigger total
+    below that. Only the arithmetic says it is the net, not its label: worth half a net's
+    label, and the sums it makes agree are never read for sure."""
+    grosses, taxes = _best(amounts, "gross"), _best(amounts, "tax")
+    return [
+        Amount("total-net", a.value, a.weight * 0.5, a.line)
+        for a in grosses
+        if any(
+            a.line < t.line < b.line and abs(a.value + t.value - b.value) <= CENT
+            for b in grosses
+            for t in taxes
+            if b.value > a.value
+        )
+    ]
 
 
 def _one_per_line(amounts: list[Amount], kind: str) -> Decimal:
