@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from conveyor.agents.values import NumberStyle, cell_amounts
-from tests.snippets import extraction
+from tests.snippets import Draw, extraction
 
 COMMA = NumberStyle(",", ".")
 DOT = NumberStyle(".", ",")
@@ -26,7 +26,7 @@ def test_a_sums_row_whose_columns_ran_together_offers_its_amounts() -> None:
 
 
 def test_net_tax_and_gross_printed_in_one_cell_of_a_sums_row() -> None:
-    draw = [
+    draw: Draw = [
         (60, 50, "Rechnung", 18),
         (60, 90, "Rechnung Nr. 77/2024"),
         (60, 104, "Datum: 03.06.2024"),
@@ -52,7 +52,7 @@ def test_net_tax_and_gross_printed_in_one_cell_of_a_sums_row() -> None:
     assert isinstance(bare, dict) and bare["tax"] is None
 
 
-def _goods_vat_total(goods: str, vat: str, total: str) -> list[tuple[float, float, str]]:
+def _goods_vat_total(goods: str, vat: str, total: str) -> Draw:
     return [
         (60, 50, "FATTURA", 18),
         (400, 60, "numero: 88"),
@@ -84,3 +84,48 @@ def test_a_total_over_its_tax_and_a_bigger_total_is_the_net() -> None:
     # Totals that its tax does not join stay totals: the first is no net.
     other = extraction(_goods_vat_total("40,00", "8,8", "50,00")).data
     assert isinstance(other, dict) and other["subtotal"] != "40.00"
+
+
+def _centred_rows(bullet_x: float) -> Draw:
+    return [
+        (380, 40, "FACTURE", 18),
+        (380, 70, "Numéro de facture : 2024-17"),
+        (380, 82, "Date de facturation : 4 mars 2024"),
+        (40, 70, "Atelier Dubois"),
+        (300, 120, "Maison Leroy"),
+        (110, 200, "Description"),
+        (300, 200, "Prix unitaire"),
+        (400, 200, "Quantité"),
+        (500, 200, "Prix"),
+        # A description centred in its wide column: each line begins elsewhere.
+        (52, 230, "Restauration d'une armoire ancienne"),
+        (310, 230, "400.00"),
+        (420, 230, "1"),
+        (560, 230, "400.00", "right"),
+        (30, 242, "en chêne massif, ponçage, teinte et vernis"),
+        (70, 254, "livraison comprise"),
+        (98, 280, "Pose de serrures"),
+        (310, 280, "60.00"),
+        (420, 280, "2"),
+        (560, 280, "120.00", "right"),
+        (bullet_x, 292, "• laiton vieilli"),
+        (400, 330, "Sous-total"),
+        (560, 330, "520.00", "right"),
+        (400, 346, "Total"),
+        (560, 346, "520.00", "right"),
+    ]
+
+
+def test_a_description_centred_under_its_header_is_read_whole() -> None:
+    data = extraction(_centred_rows(36)).data
+    assert isinstance(data, dict)
+    names = [item["description"] for item in data["line_items"]]
+    assert names == [
+        "Restauration d'une armoire ancienne en chêne massif, ponçage, teinte et vernis "
+        "livraison comprise",
+        "Pose de serrures • laiton vieilli",
+    ]
+    # A line further left than any description of the table is none of them.
+    far = extraction(_centred_rows(4)).data
+    assert isinstance(far, dict)
+    assert far["line_items"][1]["description"] == "Pose de serrures"
