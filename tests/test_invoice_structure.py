@@ -129,3 +129,38 @@ def test_a_description_centred_under_its_header_is_read_whole() -> None:
     far = extraction(_centred_rows(4)).data
     assert isinstance(far, dict)
     assert far["line_items"][1]["description"] == "Pose de serrures"
+
+
+def _rate_only(rate: str, total: str) -> Draw:
+    return [
+        (60, 50, "INVOICE", 18),
+        (380, 60, "Invoice number: 5521"),
+        (380, 74, "Invoice date: 2 May 2024"),
+        (60, 100, "Harbour Lights Ltd"),
+        (320, 120, "Bill to: Quayside Cafe"),
+        (60, 200, "Description"),
+        (300, 200, "Qty"),
+        (360, 200, "Price"),
+        (450, 200, "Amount"),
+        (60, 220, "Lantern repair"),
+        (300, 220, "4"),
+        (360, 220, "50.00"),
+        (450, 220, "200.00"),
+        (360, 260, "Subtotal"),
+        (450, 260, "200.00"),
+        (360, 276, "VAT"),
+        (450, 276, rate),
+        (360, 292, "Total"),
+        (450, 292, total),
+    ]
+
+
+def test_a_tax_printed_as_its_rate_only_is_what_the_total_adds_to_the_net() -> None:
+    result = extraction(_rate_only("20 %", "240.00"))
+    data = result.data
+    assert isinstance(data, dict)
+    assert (data["subtotal"], data["tax"], data["total"]) == ("200.00", "40.00", "240.00")
+    assert result.fields["tax"] < 0.9  # printed nowhere
+    # A difference that is not the printed rate of the net is no tax of it.
+    other = extraction(_rate_only("20 %", "250.00")).data
+    assert isinstance(other, dict) and other["tax"] is None

@@ -319,6 +319,17 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         # added, its discounts taken off, as the total has them.
         result.net += extra
         conf["subtotal"] = min(conf["subtotal"], FAIR)
+    if (
+        result.tax is None
+        and not agree
+        and result.net is not None
+        and result.gross is not None
+        and _at_a_printed_rate(sheet, result.net, result.gross - result.net)
+    ):
+        # "TVA | 21 %" and no amount beside it: the tax is what the total adds to the net,
+        # when that is the printed rate of it. Printed nowhere: never read for sure.
+        result.tax = result.gross - result.net
+        conf["tax"] = min(conf["subtotal"], conf["total"], FAIR)
     if result.net is None and result.gross is not None and result.tax is not None:
         result.net = result.gross - result.tax  # printed nowhere, implied by the sums
         conf["subtotal"] = min(conf["total"], conf["tax"], FAIR)
@@ -352,6 +363,31 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         result.net = result.gross  # no tax: the items (and charges) are the total
         conf["subtotal"] = FAIR
     return result
+
+
+_RATE = re.compile(r"(?<![\d.,])(\d{1,2}(?:[.,]\d{1,2})?)\s?%")
+
+
+def _at_a_printed_rate(sheet: Sheet, net: Decimal, tax: Decimal) -> bool:
+    """Whether `tax` is, to a hundredth of itself, a rate of `net` that a tax's label
+    prints with no amount on its line ("TVA | 21 %", "VAT 7.5%")."""
+    if net <= 0 or not 0 < tax <= net * MAX_RATE:
+        return False
+    for line in sheet.lines:
+        label = next((sum_label(c.text) for c in line.cells if sum_label(c.text)), None)
+        if label is None or label[0] != "tax":
+            continue
+        text = " ".join(c.text for c in line.cells)
+        rates = _RATE.findall(text)
+        if not rates or any(
+            isinstance(sheet.amount(w), Decimal) for w in _RATE.sub(" ", text).split()
+        ):
+            continue
+        for rate in rates:
+            share = Decimal(rate.replace(",", ".")) / 100
+            if abs(net * share - tax) <= max(CENT, tax / 100):
+                return True
+    return False
 
 
 def _totals_of_nets(amounts: list[Amount]) -> list[Amount]:
