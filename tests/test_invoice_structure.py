@@ -164,3 +164,29 @@ def test_a_tax_printed_as_its_rate_only_is_what_the_total_adds_to_the_net() -> N
     # A difference that is not the printed rate of the net is no tax of it.
     other = extraction(_rate_only("20 %", "250.00")).data
     assert isinstance(other, dict) and other["tax"] is None
+
+
+def test_a_currency_column_takes_a_currency_s_code_not_the_next_column_s_word() -> None:
+    data = extraction(
+        [
+            (60, 50, "FACTURA", 18),
+            (300, 60, "Numar: 4410"),
+            (300, 74, "Data: 2024-02-01"),
+            (60, 100, "Furnizor: Atelier Nord SRL"),
+            (300, 100, "Client: Depozit Sud SRL"),
+            (40, 200, "Articol"),
+            (220, 200, "Pret"),
+            (290, 200, "Moneda"),
+            (350, 200, "Cantitate"),
+            (420, 200, "Cota TVA Valoare"),
+            (40, 220, "Cablu"),
+            (220, 220, "5.00"),
+            (290, 220, "BGN"),
+            (350, 220, "4"),
+            (420, 220, "20%"),
+            (500, 220, "20.00"),
+            (400, 260, "Total"),
+            (500, 260, "24.00"),
+        ]
+    ).data
+    assert isinstance(data, dict) and data["currency"] == "BGN"

@@ -638,9 +638,11 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
         for c, cell in enumerate(line.cells):
             if _CURRENCY_LABEL.match(fold(cell.text)):
                 for spot in sheet.values_of(i, c, len(cell.text.split(":")[0]), below=1):
-                    match = re.search(r"\b[A-Z]{3}\b", spot.text)
-                    if match:
-                        return match.group(0), SURE
+                    # A currency's code, not any three capitals: "Moneda | Cota TVA" over
+                    # "RON | 19%" is a row of column labels, "TVA" the next one's word.
+                    codes = [w for w in re.findall(r"\b[A-Z]{3}\b", spot.text) if currency_word(w)]
+                    if codes:
+                        return codes[0], SURE
     counts: Counter[str] = Counter()
     for line in sheet.lines:
         for cell in line.cells:
