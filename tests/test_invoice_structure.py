@@ -190,3 +190,36 @@ def test_a_currency_column_takes_a_currency_s_code_not_the_next_column_s_word() 
         ]
     ).data
     assert isinstance(data, dict) and data["currency"] == "BGN"
+
+
+def _receipt(heading: str) -> Draw:
+    return [
+        (230, 60, "Corner Deli", 16),
+        (220, 84, "4 Mill Lane, Leeds"),
+        (190, 104, heading),
+        (70, 200, "Item"),
+        (350, 200, "Qty"),
+        (440, 200, "Price"),
+        (530, 200, "Total"),
+        (70, 220, "Soup of the day"),
+        (350, 220, "2"),
+        (440, 220, "4.50"),
+        (530, 220, "9.00"),
+        (400, 260, "Total: 9.00 GBP"),
+    ]
+
+
+def test_a_receipt_heading_of_a_number_and_a_date_set_apart_by_dashes() -> None:
+    for heading in (
+        "Ticket #0815-22 \u2014 04/06/2024 \u2014 10:12",
+        "Ticket #0815-22 | 04/06/2024",
+    ):
+        result = extraction(_receipt(heading))
+        data = result.data
+        assert isinstance(data, dict)
+        assert (data["number"], data["issue_date"]) == ("0815-22", "2024-06-04")
+        assert result.fields["issue_date"] < 0.9  # a date under no label: a guess
+    # Words after the number, no date: the number still, no date.
+    data = extraction(_receipt("Ticket #0815-22 \u2014 thank you")).data
+    assert isinstance(data, dict)
+    assert (data["number"], data["issue_date"]) == ("0815-22", None)

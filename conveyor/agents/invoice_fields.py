@@ -239,7 +239,12 @@ def numbers(sheet: Sheet) -> list[Candidate]:
     return sorted(found, key=lambda cand: (-cand.confidence, cand.line))
 
 
-_HASHED = re.compile(r"(?:^|[\s:])#\s?(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d+)$", re.IGNORECASE)
+# A '#' number at the end of its cell, or before a dash or a bar that sets it apart from
+# what the same heading prints after it ("Ticket #2026-03-0042 — 17/03/2026 — 08:34").
+_HASHED = re.compile(
+    r"(?:^|[\s:])#\s?(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d+)(?:$|\s+[\u2014\u2013|\u00b7\u2022-]\s)",
+    re.IGNORECASE,
+)
 
 
 def _hashed_numbers(sheet: Sheet) -> list[Candidate]:
@@ -480,7 +485,19 @@ def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
                 tokens = dates_in(cell.text)
                 if len(tokens) == 1 and tokens[0].text == cell.text.strip():
                     return [(tokens[0], FAIR, i)]
+            # A heading of a '#' number and a date set apart by dashes or bars, as a
+            # receipt's is ("Ticket #0042 — 17/03/2026 — 08:34"): its date, at a guess.
+            parts = _SET_APART.split(cell.text.strip())
+            if len(parts) > 1 and _HASHED.search(parts[0] + " - "):
+                tokens = [t for part in parts[1:] for t in dates_in(part) if t.text == part]
+                if len(tokens) == 1:
+                    return [(tokens[0], WEAK, i)]
     return []
+
+
+# What sets a heading's parts apart: "PROD 69420 / 2024-09-10", "#17 \u2014 1 May 2024".
+_SEPARATORS = frozenset({"/", "-", "\u2013", "\u2014", "|", "\u00b7", "\u2022"})
+_SET_APART = re.compile(r"\s+[\u2014\u2013|\u00b7\u2022-]\s+")
 
 
 def _heads_a_table(cells: Sequence[Cell], label: Cell) -> bool:
