@@ -223,3 +223,32 @@ def test_a_receipt_heading_of_a_number_and_a_date_set_apart_by_dashes() -> None:
     data = extraction(_receipt("Ticket #0815-22 \u2014 thank you")).data
     assert isinstance(data, dict)
     assert (data["number"], data["issue_date"]) == ("0815-22", None)
+
+
+def _titled(title: str) -> Draw:
+    return [
+        (40, 40, title, 14),
+        (40, 90, "Furnizor: Atelier Nord SRL"),
+        (300, 90, "Client: Depozit Sud SRL"),
+        (40, 200, "Descriere"),
+        (300, 200, "Cantitate"),
+        (380, 200, "Pret"),
+        (480, 200, "Valoare"),
+        (40, 220, "Cablu"),
+        (300, 220, "4"),
+        (380, 220, "5.00"),
+        (480, 220, "20.00"),
+        (400, 260, "Total"),
+        (480, 260, "20.00"),
+    ]
+
+
+def test_a_title_prints_the_series_the_number_and_a_date_set_apart() -> None:
+    result = extraction(_titled("FACTURA SER 10234 / 2024-03-05"))
+    data = result.data
+    assert isinstance(data, dict)
+    assert (data["number"], data["issue_date"]) == ("SER 10234", "2024-03-05")
+    assert result.fields["number"] < 0.9  # the series may be a word of the title
+    # A tax's word between the title and the number is no series.
+    vat = extraction(_titled("FAKTURA VAT 10234 / 2024-03-05")).data
+    assert isinstance(vat, dict) and vat["number"] == "10234"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from conveyor.agents.bank_codes import is_payment_reference
 from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_columns import column_kind
-from conveyor.agents.invoice_labels import TITLE, field_label, fold
+from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import (
@@ -115,11 +115,19 @@ def title_number(text: str) -> tuple[str | None, str]:
         if i and not any(c.isdigit() for c in word) and i < 4:
             continue  # "Rechnung des Versicherers": words between the title and its number
         number = _token(word) if i else None
+        if number and i >= 2 and _title_series(words[i - 1]) and not _doubtful(number):
+            number = f"{words[i - 1]} {number}"  # "FACTURA PROD 69420": series and number
         if number:
             return number, " ".join(words[i + 1 :])
         if i:
             break
     return None, ""
+
+
+def _title_series(word: str) -> bool:
+    """Whether a word between a title and its number is the number's series: two to four
+    capitals that are no label ("FAKTURA VAT 12/2024" names the tax, "Nr" the number)."""
+    return bool(_SERIES.match(word)) and not sum_label(word) and not field_label(word)
 
 
 # How far past an invoice title its number may stand, in the title's heights, before the
@@ -231,7 +239,9 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                 # Jul 2026", is no title: "12" is its day, not the invoice's number.)
                 number, _ = title_number(title_run(sheet, i, c))
                 if number:
-                    found.append(Candidate(number, FAIR if _doubtful(number) else LIKELY, i))
+                    # A series read before it is read at a guess: it may be a word of the title.
+                    sure = FAIR if _doubtful(number) or " " in number else LIKELY
+                    found.append(Candidate(number, sure, i))
                 elif (under := _under_title(sheet, i, cell)) is not None:
                     found.append(Candidate(under[0], FAIR, under[1]))
     if not found:
@@ -379,7 +389,11 @@ def dates(
             elif TITLE.match(fold(cell.text)) and _a_title(line.cells, c):
                 number, rest = title_number(title_run(sheet, i, c))
                 words = rest.split()
-                if number and words and dates_in(words[0]) and is_value(rest):
+                apart = dates_in(words[1]) if number and len(words) > 1 else []
+                if words and words[0] in _SEPARATORS and apart and apart[0].text == words[1]:
+                    # "FACTURA PROD 69420 / 2024-09-10": a date set apart from the number.
+                    issue.append((apart[0], FAIR, i))
+                elif number and words and dates_in(words[0]) and is_value(rest):
                     # "INVOICE NO. 98765432 1/1/2000": a date straight after the number.
                     issue.append((dates_in(words[0])[0], FAIR, i))
                 elif number and words and _DATE_WORD.match(words[0]):
