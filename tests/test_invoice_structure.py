@@ -252,3 +252,30 @@ def test_a_title_prints_the_series_the_number_and_a_date_set_apart() -> None:
     # A tax's word between the title and the number is no series.
     vat = extraction(_titled("FAKTURA VAT 10234 / 2024-03-05")).data
     assert isinstance(vat, dict) and vat["number"] == "10234"
+
+
+def test_a_row_without_an_amount_takes_its_quantity_from_the_quantity_column() -> None:
+    data = extraction(
+        [
+            (60, 50, "Factuur", 18),
+            (320, 80, "Factuurnummer: 2024-031"),
+            (320, 94, "Factuurdatum: 05-03-2024"),
+            (60, 80, "Bakkerij Zonneveld"),
+            (60, 120, "Aan: Drukkerij Wolters"),
+            (60, 200, "Omschrijving"),
+            (260, 200, "Aantal"),
+            (320, 200, "Eenheid"),
+            (400, 200, "Prijs per eenheid"),
+            (490, 200, "BTW%"),
+            (60, 220, "Advieswerk"),
+            (260, 220, "12"),
+            (320, 220, "Uren"),
+            (400, 220, "95,00"),
+            (490, 220, "21%"),
+            (320, 270, "Totaal"),
+            (460, 270, "1.379,40"),
+        ]
+    ).data
+    assert isinstance(data, dict)
+    item = data["line_items"][0]
+    assert (item["quantity"], item["unit_price"], item["amount"]) == ("12", "95.00", None)

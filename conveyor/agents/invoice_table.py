@@ -326,7 +326,14 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
             )
         if len(numbers) >= 2 or numbers[0][2]:
             # The amount is missing from this line: it may be printed on the next one.
-            count = next((n[0] for n in numbers if n[2]), numbers[-1][0])
+            # The quantity: the number with its unit, or the one under the quantity's
+            # header ("Aantal | Eenheid | Tarief" over "160 | Uren | € 140,00"), or the last.
+            count = next((n[0] for n in numbers if n[2]), None)
+            if count is None:
+                count = next(
+                    (n[0] for n in numbers if header.column_of(n[1]) == "quantity"),
+                    numbers[-1][0],
+                )
             each = next((n[0] for n in numbers if not n[2] and n[0] != count), None)
             return Row(
                 LineItem(description=None, quantity=count, unit_price=each, amount=None),
