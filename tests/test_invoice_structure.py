@@ -279,3 +279,15 @@ def test_a_row_without_an_amount_takes_its_quantity_from_the_quantity_column() -
     assert isinstance(data, dict)
     item = data["line_items"][0]
     assert (item["quantity"], item["unit_price"], item["amount"]) == ("12", "95.00", None)
+
+
+def test_a_receipt_s_numbered_heading_is_no_seller() -> None:
+    data = extraction(_receipt("Ticket #0815-22 \u2014 04/06/2024 \u2014 10:12")).data
+    assert isinstance(data, dict)
+    assert party(data, "vendor") == "Corner Deli"
+
+
+def party(data: dict[str, object], key: str) -> object:
+    value = data[key]
+    assert isinstance(value, dict)
+    return value["name"]

@@ -68,6 +68,8 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
                 continue
             if TAX_ID.match(fold(name)) or (" " not in name and ADDRESS.search(name)):
                 continue  # "CUIT 30-...", "COD.01": an identifier or a code, not the name
+            if _MARKED_NUMBER.search(name):
+                continue  # "Ticket #0042 - 17/03/2026": a document's number and date
             if not_a_name(name):
                 continue
             # A legal form ends a name: "Company Town, ST 12345" starts with one, names none.
@@ -105,6 +107,10 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
     if best_at is not None and not LEGAL_FORM.search(name) and _open(name):
         name = f"{name} {_wrapped(sheet, *best_at)}".strip()
     return Party(name, confidence, address)
+
+
+# A number marked with '#' ("Ticket #2026-17", "Order # 55"): a document's, no name.
+_MARKED_NUMBER = re.compile(r"#\s?\d")
 
 
 def _under_text(sheet: Sheet, index: int, cell: Cell) -> bool:
