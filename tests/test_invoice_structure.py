@@ -281,10 +281,17 @@ def test_a_row_without_an_amount_takes_its_quantity_from_the_quantity_column() -
     assert (item["quantity"], item["unit_price"], item["amount"]) == ("12", "95.00", None)
 
 
-def test_a_receipt_s_numbered_heading_is_no_seller() -> None:
-    data = extraction(_receipt("Ticket #0815-22 \u2014 04/06/2024 \u2014 10:12")).data
+def test_a_receipt_s_numbered_heading_is_no_seller_and_its_cashier_no_buyer() -> None:
+    draw = _receipt("Ticket #0815-22 \u2014 04/06/2024 \u2014 10:12")
+    draw += [(66, 150, "Cashier:"), (376, 150, "Ruth K.")]
+    data = extraction(draw).data
     assert isinstance(data, dict)
     assert party(data, "vendor") == "Corner Deli"
+    assert party(data, "customer") is None
+    # A name beside other values, under no label, is still the buyer at a guess.
+    draw[-2:] = [(66, 150, "Ref. 55-A"), (376, 150, "Ruth Kemp")]
+    data = extraction(draw).data
+    assert isinstance(data, dict) and party(data, "customer") == "Ruth Kemp"
 
 
 def party(data: dict[str, object], key: str) -> object:

@@ -275,12 +275,14 @@ def buyer_by_name_alone(sheet: Sheet, vendor: str | None) -> Party:
             break
         if label_row(line.cells):
             continue
-        for cell in line.cells:
+        for c, cell in enumerate(line.cells):
             text = cell.text.strip()
             if cell in sellers_block or seller in fold(text) or fold(text) in seller:
                 continue
             if not _NAME_ALONE.match(text) or CONTACT.search(text):
                 continue
+            if c and line.cells[c - 1].text.strip().endswith(":"):
+                continue  # "Cashier: | Marie L.": the value of a label that names no buyer
             folded = fold(text)
             if TITLE.match(folded) or field_label(text) or sum_label(text) or party_heading(text):
                 continue
