@@ -298,3 +298,26 @@ def party(data: dict[str, object], key: str) -> object:
     value = data[key]
     assert isinstance(value, dict)
     return value["name"]
+
+
+def _letterhead(name: str) -> Draw:
+    return [
+        (300, 40, name, 14),
+        (40, 60, "INVOICE", 18),
+        (40, 100, "Invoice #: 7781"),
+        (40, 114, "Date: 2024-04-09"),
+        (40, 160, "Bill To"),
+        (40, 174, "Mara Quill"),
+        (40, 240, "Description"),
+        (500, 240, "Amount"),
+        (40, 258, "Sail repair"),
+        (500, 258, "$120"),
+        (40, 300, "Total: $120"),
+    ]
+
+
+def test_a_legal_form_ends_a_letterhead_name_only_where_something_sets_it_off() -> None:
+    data = extraction(_letterhead("Bluebird Company Workshop")).data
+    assert isinstance(data, dict) and party(data, "vendor") == "Bluebird Company Workshop"
+    data = extraction(_letterhead("Bluebird Ltd, 4 Quay Street")).data
+    assert isinstance(data, dict) and party(data, "vendor") == "Bluebird Ltd"

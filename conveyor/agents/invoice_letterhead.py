@@ -80,7 +80,8 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
             score = 0.0
             if legal:
                 score += 2.0
-                name = name[: legal.end()].strip()  # "Acme Pty Ltd, Level 12": up to its form
+                if _SET_OFF.match(name[legal.end() :]):
+                    name = name[: legal.end()].strip()  # "Acme Pty Ltd, Level 12": up to its form
             if top:
                 score += 1.0 + (height * 0.3 - line.y0) / (height * 0.3)
             if len(parts) >= 3 or (c == 0 and len(line.cells) >= 3 and POSTCODE.search(line.text)):
@@ -107,6 +108,11 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
     if best_at is not None and not LEGAL_FORM.search(name) and _open(name):
         name = f"{name} {_wrapped(sheet, *best_at)}".strip()
     return Party(name, confidence, address)
+
+
+# What sets a name's legal form off from what follows it on its line: a comma, a dash, a
+# bar ("Acme Pty Ltd, Level 12"); a word straight after it is the name's ("Company Name").
+_SET_OFF = re.compile(r"^\s*(?:$|[,;|(\u2013\u2014/]|-\s)")
 
 
 # A number marked with '#' ("Ticket #2026-17", "Order # 55"): a document's, no name.
