@@ -321,3 +321,42 @@ def test_a_legal_form_ends_a_letterhead_name_only_where_something_sets_it_off() 
     assert isinstance(data, dict) and party(data, "vendor") == "Bluebird Company Workshop"
     data = extraction(_letterhead("Bluebird Ltd, 4 Quay Street")).data
     assert isinstance(data, dict) and party(data, "vendor") == "Bluebird Ltd"
+
+
+def _vat_band(rates: tuple[str, str, str]) -> Draw:
+    return [
+        (60, 50, "FACTURA", 18),
+        (300, 60, "Numar: 5120"),
+        (300, 74, "Data: 2024-06-11"),
+        (60, 100, "Furnizor: Atelier Nord SRL"),
+        (300, 100, "Client: Depozit Sud SRL"),
+        (40, 200, "Articol"),
+        (300, 200, "Cantitate"),
+        (380, 200, "Pret"),
+        (480, 200, "Valoare"),
+        (40, 220, "Cablu"),
+        (300, 220, "1"),
+        (380, 220, "100.00"),
+        (480, 220, "100.00"),
+        (40, 240, "Priza"),
+        (300, 240, "1"),
+        (380, 240, "50.00"),
+        (480, 240, "50.00"),
+        (212, 700, "TVA 9%"),
+        (281, 700, "TVA 19%"),
+        (346, 700, "TVA TOTAL"),
+        (68, 708, "TOTAL"),
+        (215, 708, rates[0]),
+        (283, 708, rates[1]),
+        (354, 708, rates[2]),
+        (493, 714, "TOTAL"),
+        (500, 728, "173.50"),
+    ]
+
+
+def test_amounts_under_a_row_of_sum_labels_are_theirs_not_the_next_line_s_label() -> None:
+    result = extraction(_vat_band(("4.50", "19.00", "23.50")))
+    data = result.data
+    assert isinstance(data, dict)
+    # "TOTAL" beginning the amounts' line takes none of them: the total is under its own.
+    assert data["total"] == "173.50"

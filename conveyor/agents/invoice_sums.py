@@ -82,9 +82,12 @@ def candidates(sheet: Sheet) -> list[Amount]:
                 values.append((amount, 1.0))
             right: list[Decimal] = []
             marked: list[Decimal] = []
+            above = _labels_above(sheet, i)
             for other in cells[c + 1 :]:
                 if sum_label(other.text) and not other.text[:1].isdigit():
                     break
+                if any(a.x0 - 4 <= other.x0 and other.x1 <= a.x1 + 4 for a in above):
+                    continue  # the value of the label printed over it, not of this one
                 value = sheet.amount(other.text)
                 if isinstance(value, Decimal):
                     right.append(value)
@@ -139,6 +142,19 @@ def _qualified(sheet: Sheet, cells: tuple[Cell, ...]) -> tuple[Cell, ...]:
         else:
             joined.append(cell)
     return tuple(joined)
+
+
+def _labels_above(sheet: Sheet, index: int) -> list[Cell]:
+    """The sum labels of the line just above, when it is a row of two or more of them
+    ("TVA 9% | TVA 19% | TVA TOTAL" over "TOTAL | 1.49 | 17.56 | 19.05"): the amounts under
+    them are theirs, not those of a label that begins the line below."""
+    if index == 0:
+        return []
+    line, above = sheet.lines[index], sheet.lines[index - 1]
+    if above.page != line.page or line.y0 - above.y1 > 1.5 * max(above.height, 8.0):
+        return []
+    labels = [c for c in above.cells if sum_label(c.text) and sheet.amount(c.text) is None]
+    return labels if len(labels) >= 2 else []
 
 
 def _in_its_box(sheet: Sheet, index: int, cells: tuple[Cell, ...], c: int) -> list[Spot]:
