@@ -358,5 +358,7 @@ def test_amounts_under_a_row_of_sum_labels_are_theirs_not_the_next_line_s_label(
     result = extraction(_vat_band(("4.50", "19.00", "23.50")))
     data = result.data
     assert isinstance(data, dict)
-    # "TOTAL" beginning the amounts' line takes none of them: the total is under its own.
-    assert data["total"] == "173.50"
+    # "TOTAL" beginning the amounts' line takes none of them; the tax that is the sum of
+    # its row is the invoice's, and the net is what the total leaves.
+    assert (data["subtotal"], data["tax"], data["total"]) == ("150.00", "23.50", "173.50")
+    assert result.fields["tax"] < 0.9

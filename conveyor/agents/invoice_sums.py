@@ -245,6 +245,7 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     if len(by_line) >= 2:
         total = sum((a.value for a in by_line.values()), Decimal(0))
         taxes.append(Amount("tax", total, 0.7, min(by_line)))
+    taxes += _sum_of_its_row(taxes)
     grosses = _best(amounts, "gross") + [
         Amount("gross", a.value, a.weight * 0.8, a.line) for a in _best(amounts, "due")
     ]
@@ -404,6 +405,22 @@ def _at_a_printed_rate(sheet: Sheet, net: Decimal, tax: Decimal) -> bool:
             if abs(net * share - tax) <= max(CENT, tax / 100):
                 return True
     return False
+
+
+def _sum_of_its_row(taxes: list[Amount]) -> list[Amount]:
+    """A tax of a row of three or more that is the sum of the others ("TVA 9% | TVA 19% |
+    TVA TOTAL" over "1.49 | 17.56 | 19.05"): the invoice's tax, surer than each of them."""
+    found = []
+    for line in {t.line for t in taxes}:
+        row = [t for t in taxes if t.line == line]
+        values = [t.value for t in row]
+        if len(set(values)) < 3:
+            continue
+        for tax in row:
+            rest = sum(values, Decimal(0)) - tax.value
+            if tax.value > 0 and abs(rest - tax.value) <= CENT:
+                found.append(Amount("tax", tax.value, min(1.0, tax.weight * 1.5), line))
+    return found
 
 
 def _totals_of_nets(amounts: list[Amount]) -> list[Amount]:
