@@ -362,3 +362,30 @@ def test_amounts_under_a_row_of_sum_labels_are_theirs_not_the_next_line_s_label(
     # its row is the invoice's, and the net is what the total leaves.
     assert (data["subtotal"], data["tax"], data["total"]) == ("150.00", "23.50", "173.50")
     assert result.fields["tax"] < 0.9
+
+
+def _boxed_title(title: str) -> Draw:
+    return [
+        (97, 54, "TALLERES RIVAS LIMITADA", 10),
+        (97, 70, "SERVICIOS DE MANTENCION"),
+        (430, 70, title, 10),
+        (470, 90, "N\u00b0 7710"),
+        (48, 133, "Cliente: Minera Sur SPA"),
+        (367, 142, "Fecha: 02-05-2024"),
+        (44, 198, "TIPO DOCUMENTO"),
+        (202, 198, "FOLIO"),
+        (255, 198, "FECHA"),
+        (44, 208, "Orden de Compra"),
+        (203, 208, "OC-5521"),
+        (256, 208, "28-04-2024"),
+        (380, 500, "Total"),
+        (520, 500, "$ 250.000"),
+    ]
+
+
+def test_a_number_under_a_title_boxed_beside_the_letterhead_is_the_invoice_s() -> None:
+    data = extraction(_boxed_title("FACTURA ELECTRONICA")).data
+    assert isinstance(data, dict) and data["number"] == "7710"
+    # Under words that are no title, a bare "N°" stays weaker than a folio's label.
+    other = extraction(_boxed_title("SUCURSAL CENTRO")).data
+    assert isinstance(other, dict) and other["number"] == "OC-5521"

@@ -290,9 +290,13 @@ def _referenced(sheet: Sheet) -> list[Candidate]:
 
 
 def _near_title(sheet: Sheet, index: int) -> bool:
+    """Whether an invoice's title begins a line, or a cell of one, of the two lines above:
+    a title boxed beside the seller's letterhead ("SERVICIOS ... | FACTURA ELECTRONICA"
+    over "N° 4362") heads its number as one set alone does."""
     for j in range(max(0, index - 2), index):
-        if sheet.lines[j].page == sheet.lines[index].page and TITLE.match(
-            fold(sheet.lines[j].text)
+        other = sheet.lines[j]
+        if other.page == sheet.lines[index].page and (
+            TITLE.match(fold(other.text)) or any(TITLE.match(fold(c.text)) for c in other.cells)
         ):
             return True
     return False
