@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import NumberStyle, cell_amounts
 from tests.snippets import Draw, extraction
 
@@ -389,3 +390,13 @@ def test_a_number_under_a_title_boxed_beside_the_letterhead_is_the_invoice_s() -
     # Under words that are no title, a bare "N°" stays weaker than a folio's label.
     other = extraction(_boxed_title("SUCURSAL CENTRO")).data
     assert isinstance(other, dict) and other["number"] == "OC-5521"
+
+
+def test_a_word_in_capitals_broken_at_a_line_s_end_is_joined_again() -> None:
+    sheet = Sheet([], [], DOT, [DOT], plain="REVISIONE DELLA CALDAIA E MANUTENZIONE ORDINARIA")
+    assert sheet.joined(["REVISIONE DELLA CAL", "DAIA E MANUTEN", "ZIONE ORDINARIA"]) == (
+        "REVISIONE DELLA CALDAIA E MANUTENZIONE ORDINARIA"
+    )
+    # Capitals after a word in lower case, or words the text layer keeps apart, stay apart.
+    assert sheet.joined(["Revisione della cal", "DAIA"]) == "Revisione della cal DAIA"
+    assert sheet.joined(["REVISIONE", "DELLA"]) == "REVISIONE DELLA"

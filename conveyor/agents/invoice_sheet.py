@@ -69,19 +69,21 @@ class Sheet:
 
     def joined(self, parts: list[str]) -> str:
         """Lines of one text joined with spaces, but a word the line's end broke joined
-        again, when the text layer reads it as one word."""
+        again, when the text layer reads it as one word (in lower case, or in capitals
+        after capitals)."""
         out = ""
         for part in parts:
             part = " ".join(part.split())
             if not part:
                 continue
             tail, head = re.search(r"[^\W\d_]+$", out), re.match(r"[^\W\d_]+", part)
-            if (
-                tail
-                and head
-                and head.group(0)[:1].islower()
-                and (tail.group(0) + head.group(0) in self.plain_words)
-            ):
+            # A word goes on in lower case, or in capitals after capitals ("FORNI" /
+            # "TURA" in a text set in capitals).
+            goes_on = bool(head) and (
+                head.group(0)[:1].islower()
+                or (head.group(0).isupper() and bool(tail) and tail.group(0).isupper())
+            )
+            if tail and head and goes_on and (tail.group(0) + head.group(0) in self.plain_words):
                 out += part
             else:
                 out = f"{out} {part}" if out else part
