@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.values import NumberStyle, cell_amounts
+from conveyor.agents.values import NumberStyle, cell_amount, cell_amounts, currencies_in
 from tests.snippets import Draw, extraction
 
 COMMA = NumberStyle(",", ".")
@@ -400,3 +400,12 @@ def test_a_word_in_capitals_broken_at_a_line_s_end_is_joined_again() -> None:
     # Capitals after a word in lower case, or words the text layer keeps apart, stay apart.
     assert sheet.joined(["Revisione della cal", "DAIA"]) == "Revisione della cal DAIA"
     assert sheet.joined(["REVISIONE", "DELLA"]) == "REVISIONE DELLA"
+
+
+def test_a_tex_font_s_euro_set_before_its_amount() -> None:
+    spaced = NumberStyle(",", " ")
+    assert cell_amount("e 1 240,00", spaced) == Decimal("1240.00")
+    assert currencies_in("Net: e 1 240,00 VAT: e 0,00") == {"EUR": 2}
+    # A word that ends in "e" before an amount, or an "e" before a whole number, is none.
+    assert cell_amount("Bose 12,00", spaced) is None
+    assert currencies_in("Pose e 12 fois, e 3") == {}

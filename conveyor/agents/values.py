@@ -134,8 +134,11 @@ SIGNS = {
 }
 _CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
 # The euro sign as the text layers of some TeX fonts give it: a lone "e" after an amount
-# with cents ("2 900,00 e", "0,30 e/km"), where the glyph has no Unicode mapping.
-_TEX_EURO = re.compile(r"(?<=[.,]\d\d)\s?e(?![^\W\d_])")
+# with cents ("2 900,00 e", "0,30 e/km"), where the glyph has no Unicode mapping, or
+# before one, where the sign is set first ("e 1 710,00", "= e 342,00").
+_TEX_EURO = re.compile(
+    r"(?<=[.,]\d\d)\s?e(?![^\W\d_])|(?<![^\s=(])e\s?(?=\d[\d .,']*[.,]\d\d(?!\d))"
+)
 
 
 def tex_euro(text: str) -> bool:
