@@ -409,3 +409,28 @@ def test_a_tex_font_s_euro_set_before_its_amount() -> None:
     # A word that ends in "e" before an amount, or an "e" before a whole number, is none.
     assert cell_amount("Bose 12,00", spaced) is None
     assert currencies_in("Pose e 12 fois, e 3") == {}
+
+
+def test_a_letterhead_name_whose_legal_form_wrapped_to_the_next_line() -> None:
+    def letterhead(second: str) -> Draw:
+        return [
+            (60, 40, "Nordlicht Werkstatt und Handel", 12),
+            (60, 55, second, 12),
+            (60, 72, "Hafenstraße 4, 20457 Hamburg"),
+            (60, 110, "Rechnung", 18),
+            (60, 140, "Rechnung Nr. 2024-88"),
+            (60, 154, "Datum: 03.06.2024"),
+            (60, 200, "Beschreibung"),
+            (450, 200, "Betrag"),
+            (60, 220, "Wartung"),
+            (450, 220, "100,00"),
+            (350, 260, "Gesamtbetrag"),
+            (450, 260, "100,00"),
+        ]
+
+    data = extraction(letterhead("GmbH & Co. KG")).data
+    assert isinstance(data, dict)
+    assert party(data, "vendor") == "Nordlicht Werkstatt und Handel GmbH & Co. KG"
+    # The line under a whole name that is no legal form stays apart: what the firm does.
+    data = extraction(letterhead("Meisterbetrieb")).data
+    assert isinstance(data, dict) and party(data, "vendor") == "Nordlicht Werkstatt und Handel"

@@ -105,8 +105,11 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
         return Party(best[1] if best else None, GUESS if best else 0.0)
     confidence = LIKELY if best[0] >= 4.5 else FAIR if best[0] >= 3.5 else WEAK
     name = best[1]
-    if best_at is not None and not LEGAL_FORM.search(name) and _open(name):
-        name = f"{name} {_wrapped(sheet, *best_at)}".strip()
+    if best_at is not None and not LEGAL_FORM.search(name):
+        wrapped = _wrapped(sheet, *best_at)
+        if _open(name) or _form_alone(wrapped):
+            # "House of" over "Hoverboards"; "ASESORIAS LOMOTORO" over "LIMITADA".
+            name = f"{name} {wrapped}".strip()
     return Party(name, confidence, address)
 
 
@@ -145,6 +148,15 @@ def _open(name: str) -> bool:
     it is what the named does ("Facharzt für Innere Medizin")."""
     words = name.split()
     return len(words) < 2 or not words[-1][:1].isupper()
+
+
+def _form_alone(text: str) -> bool:
+    """Whether `text` is a legal form and nothing else ("LIMITADA", "GmbH & Co. KG"): the
+    end of a name set on the line above."""
+    if not text:
+        return False
+    forms = name_forms(f"Name {text}")
+    return bool(forms) and forms[0].start() <= 5 and forms[-1].end() >= len(text) + 5
 
 
 def _wrapped(sheet: Sheet, index: int, cell: Cell) -> str:
