@@ -434,3 +434,44 @@ def test_a_letterhead_name_whose_legal_form_wrapped_to_the_next_line() -> None:
     # The line under a whole name that is no legal form stays apart: what the firm does.
     data = extraction(letterhead("Meisterbetrieb")).data
     assert isinstance(data, dict) and party(data, "vendor") == "Nordlicht Werkstatt und Handel"
+
+
+def _net_only(label: str, amount: str) -> Draw:
+    return [
+        (355, 75, "INVOICE #12", 16),
+        (380, 97, "Date: 2024-03-17"),
+        (84, 157, "Sender"),
+        (309, 157, "Client"),
+        (84, 178, "Kettle Works SARL"),
+        (309, 178, "Bram Studio"),
+        (85, 282, "Description"),
+        (351, 282, "Quantity"),
+        (423, 282, "Unit Price"),
+        (546, 282, "Total"),
+        (85, 311, "Glazing"),
+        (351, 311, "3"),
+        (423, 311, "200 EUR"),
+        (519, 311, "600 EUR"),
+        (85, 341, "Firing"),
+        (351, 341, "2"),
+        (423, 341, "150 EUR"),
+        (519, 341, "300 EUR"),
+        (334, 629, f"{label}: {amount} EUR"),
+    ]
+
+
+def test_the_only_sum_labelled_without_tax_that_the_items_make_is_the_total() -> None:
+    result = extraction(_net_only("Total excl. tax", "900"))
+    data = result.data
+    assert isinstance(data, dict)
+    assert (data["total"], data["tax"]) == ("900", None)
+    assert result.fields["total"] < 0.9  # not under a total's own label
+    # A sum the items do not make is left as it was printed: a net, no total.
+    other = extraction(_net_only("Total excl. tax", "950")).data
+    assert isinstance(other, dict) and (other["total"], other["subtotal"]) == (None, "950")
+
+
+def test_a_subtotal_alone_that_the_items_make_names_no_total() -> None:
+    for label in ("Sub-total", "Subtotal", "Netto"):
+        data = extraction(_net_only(label, "900")).data
+        assert isinstance(data, dict) and data["total"] is None, label

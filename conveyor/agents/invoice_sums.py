@@ -17,7 +17,7 @@ from decimal import Decimal
 from functools import lru_cache
 from itertools import product
 
-from conveyor.agents.invoice_labels import NO_VAT, sum_label
+from conveyor.agents.invoice_labels import NO_VAT, fold, sum_label
 from conveyor.agents.invoice_sheet import BELOW_LINES, Sheet, Spot
 from conveyor.agents.invoice_table import find_header
 from conveyor.agents.values import cell_amounts, currency_of
@@ -142,6 +142,16 @@ def _qualified(sheet: Sheet, cells: tuple[Cell, ...]) -> tuple[Cell, ...]:
         else:
             joined.append(cell)
     return tuple(joined)
+
+
+# A total's word in a net's label ("Total excl. tax", "Gesamtsumme netto", "Totaal excl.
+# BTW"), as a net alone ("Netto", "Subtotal", "Sub-total") has none.
+_TOTAL_WORD = re.compile(r"(?<!sub-)(?<!sub )\b(?:total|totale|totaal|totalt|gesamt\w*|razem)\b")
+
+
+def _a_total_s_label(sheet: Sheet, nets: list[Amount]) -> bool:
+    """Whether a line that offers one of `nets` names a total."""
+    return any(_TOTAL_WORD.search(fold(sheet.lines[a.line].text)) for a in nets if a.line >= 0)
 
 
 def _labels_above(sheet: Sheet, index: int) -> list[Cell]:
@@ -370,6 +380,22 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     ):
         result.gross = result.net  # no VAT is charged, the page says: the net is the total
         conf["total"] = min(conf["subtotal"], FAIR)
+    if (
+        result.gross is None
+        and result.net is not None
+        and result.tax is None
+        and lines_total is not None
+        and abs(lines_total - result.net) <= CENT
+        and _a_total_s_label(sheet, [a for a in nets if a.value == result.net])
+        and not taxes
+        and not any(a.kind in ("due", "charge", "discount", "withheld") for a in amounts)
+    ):
+        # One sum, a total's label without tax, that the items make, and no tax line at
+        # all: all there is to pay ("Total excl. tax: 120"), the total, less sure than
+        # under a total's own label. The items still make the net (the next rule). A
+        # "Netto" alone names no total: it stays a net.
+        result.gross, result.net = result.net, None
+        conf["total"], conf["subtotal"] = min(conf["subtotal"], WEAK), 0.0
     if (
         result.net is None
         and result.gross is not None
