@@ -10,6 +10,9 @@ and the longest label of any kind wins: "Totaal bedrag excl. BTW" is the net, no
 "Totaal" it begins with; "Gesamtbetrag der Zuschläge" is a charge, not "Gesamtbetrag".
 """
 
+# Greek and Cyrillic letters are the words' own, not look-alikes of Latin ones.
+# ruff: noqa: RUF001, RUF003
+
 from __future__ import annotations
 
 import re
@@ -26,6 +29,9 @@ _STROKED = {
     "đ": "d",
     "Đ": "d",
     "\u0131": "i",
+    # Greek's final sigma is its sigma; the numero sign (NFKD "No") is a number sign.
+    "ς": "σ",
+    "\u2116": "#",
     "\u2019": "'",
     "\u2018": "'",
     "\u02bc": "'",
@@ -47,7 +53,9 @@ def fold(text: str) -> str:
     return "".join(c.lower() if c.isascii() else _fold_char(c) for c in text)
 
 
-_END = r"(?![a-z])"  # a label ends where its word does: "ust" is not "ustensile"
+# A label ends where its word does, in any script: "ust" is not "ustensile", "φπα" not
+# "φπαx".
+_END = r"(?![^\W\d_])"
 
 # An invoice's number is labelled by a word for the document and a sign for "number",
 # in either order and in any of the languages: "Factura N.º", "N.º de factura", "Rg.-Nr.",
