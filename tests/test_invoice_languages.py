@@ -770,3 +770,31 @@ def test_the_new_words_take_no_labels_of_other_languages() -> None:
     }.items():
         found = field_label(text) or sum_label(text) or party_heading(text)
         assert found is not None and found[0] == kind, (text, found)
+
+
+def test_portuguese_and_german_labels_that_were_missing() -> None:
+    for text, kind in {
+        "Número da fatura": "number",
+        "Fatura-Recibo n.º": "number",
+        "Nº de contribuinte": "-number",
+        "Datum der Leistung": "-date",
+        "Zahlungsfrist:": "due",
+    }.items():
+        found = field_label(text)
+        assert found is not None and found[0] == kind, (text, found)
+    for text, kind in {
+        "Gesamt brutto": "gross",
+        "darin enthaltene MwSt.": "tax",
+        "Imposto": "tax",
+        "Total ilíquido": "net",
+        "Montante a pagar": "due",
+    }.items():
+        found = sum_label(text)
+        assert found is not None and found[0] == kind, (text, found)
+    for text, kind in {
+        "Auftraggeber": "buyer",
+        "Auftragnehmer": "seller",
+        "Exmo.(s) Sr.(s)": "buyer",
+    }.items():
+        found = party_heading(text)
+        assert found is not None and found[0] == kind, (text, found)

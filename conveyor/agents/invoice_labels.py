@@ -63,7 +63,7 @@ _END = r"(?![^\W\d_])"
 # the fixed phrases below.
 _DOCUMENT_WORD = (
     r"(?:invoice|inv|bill|rechnungs?|rg|beleg|facture|factura|fattura|factuur|faktura|"
-    r"faktury|fatura|laskun?|statement|receipt|recibo|kvittering|kvitto|document|"
+    r"faktury|fatura\s*-\s*recibo|fatura|laskun?|statement|receipt|recibo|kvittering|kvitto|document|"
     # Brazil's electronic invoices: "Nota Fiscal", "NF-e", "NFC-e" (a consumer's), "NFS-e".
     r"nota\s*fiscal|nf[cs]?\s*-?\s*e|"
     # Romanian "facturii", Czech "dokladu", Hungarian "számla", Croatian and Slovene
@@ -83,7 +83,7 @@ _NUMBER_SIGN = (
 _NUMBERED = [
     _DOCUMENT_WORD + r"\s*\.?\s*-?\s*" + _NUMBER_SIGN,
     _NUMBER_SIGN
-    + r"\s*(?:(?:de|del|della|di|van|of|на)\s+)?(?:(?:la|het|the)\s+)?"
+    + r"\s*(?:(?:de|del|della|di|da|do|van|of|на)\s+)?(?:(?:la|het|the)\s+)?"
     + _DOCUMENT_WORD,
 ]
 
@@ -236,6 +236,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"erapaiva",
         r"splatnost",
         r"zahlungsziel",
+        r"zahlungsfrist",
         r"date\s*d'?\s*echeance",
         r"echeance",
         r"verval\s*-?\s*(?:datum|dag)",
@@ -295,6 +296,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"period\w*",
         r"abrechnungszeitraum",
         r"data\s*sprzedazy",
+        r"datum\s*(?:der\s*)?(?:leistung|lieferung)(?:serbringung)?",
         # The date of the supply, not of the invoice: Romanian "Data livrării", "Data de
         # exigibilitate"; Czech "Datum uskutečnění zdanitelného plnění" (DUZP), Slovak
         # "Dátum dodania"; Hungarian "Teljesítés dátuma"; Croatian "Datum isporuke";
@@ -328,6 +330,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         # "Číslo objednávky"; Hungarian "Adószám"; Turkish "Sipariş No"; Bulgarian "ЕИК".
         r"nr\.?\s*(?:reg\.?\s*com|inregistrare|comanda|contract|cont)\w*\.?",
         r"(?:cislo|c\.)\s*(?:objednavky|uctu|smlouvy|zakaznika)",
+        # Portugal's taxpayer number: "Nº de contribuinte".
+        r"(?:n\s*\.?\s*[o°º]|numero)\s*(?:de\s*)?contribuinte",
         r"(?:siparis|musteri|vergi)\s*(?:no|numarasi)\.?",
     ],
 }
@@ -410,7 +414,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"zaklad\s*dane",
         r"wartosc\s*netto",
         r"(?:total|importe|valor|precio)?\s*(?:neto|sin\s*iva|sem\s*iva|s/\s*iva)",
-        r"valor\s*(?:liquido|sem\s*iva)",
+        r"(?:valor|total)\s*(?:liquido|iliquido|sem\s*iva)",
         # Peru's and Latin America's taxable operations: the base the IGV is charged on.
         r"(?:op\.?|operaciones)\s*gravadas",
         # Norwegian, Danish, Swedish: the sum, total or amount without VAT ("mva", "moms").
@@ -456,6 +460,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"ust\.?",
         r"umsatzsteuer(?:betrag)?",
         r"mehrwertsteuer",
+        # The tax inside gross prices: "enthaltene MwSt.", "darin enthaltene USt."
+        r"(?:darin\s*)?enthaltene\s*(?:mwst|ust|umsatzsteuer|mehrwertsteuer)\.?",
+        r"impostos?",
         r"steuerbetrag(?:\s*in)?",
         r"steuer",
         r"tva",
@@ -496,7 +503,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"montant\s*total(?:\s*t\.?t\.?c\.?)?",
         r"total\s*toutes\s*taxes\s*comprises",
         r"total(?:\s*\([a-z]{3}\)|\s*[a-z]{3})?",
-        r"gesamt\s*-?\s*(?:betrag|summe)(?:\s*brutto)?",
+        r"gesamt\s*-?\s*(?:betrag|summe)(?:\s*brutto)?|gesamt\s*brutto",
         r"bruttosumme",
         r"brutto\s*-?\s*(?:betrag|summe)?",
         r"rechnungs\s*-?\s*(?:betrag|summe|total)",
@@ -558,7 +565,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"reste\s*a\s*payer",
         r"te\s*betalen(?:\s*bedrag)?",
         r"importe\s*a\s*pagar",
-        r"(?:total|valor|importe)\s*(?:total\s*)?a\s*pagar",
+        r"(?:total|valor|importe|montante)\s*(?:total\s*)?a\s*pagar",
         r"(?:totale\s*)?da\s*pagare",
         r"do\s*zaplaty",
         r"maksettava(?:\s*yhteensa)?",
@@ -693,6 +700,7 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"biller",
         r"issuer",
         r"aussteller",
+        r"auftragnehmer",
         r"prestataire",
         r"emittente",
         r"prodejce",
@@ -765,6 +773,7 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"ostaja",
         r"kaufer(?:\s*/\s*leistungsempfanger)?",
         r"rechnungsempfanger",
+        r"auftraggeber",
         r"leistungsempfanger",
         r"rechnungsadresse",
         r"kunde",
@@ -802,6 +811,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"(?:klant|kunden)\s*-?\s*(?:gegevens|daten)",
         r"sr(?:es|a)?\.?\s*\(\s*(?:s|es)\s*\)",  # "Sr.(s):", "Sres.(es)", letters to one or more
         r"senor(?:es|a)?",
+        # Portuguese "Exmo.(s) Sr.(s)", "Exmos. Senhores".
+        r"exm[oa]s?\.?(?:\s*\(s\))?\s*(?:sr|senhor)\w*\.?(?:\s*\(s\))?",
         r"spett\.?\s*le",
         r"spettabile",
         # A payment slip's payer: "Payable par", "Pagabile da", "Zahlbar durch".
