@@ -760,6 +760,11 @@ def test_the_new_words_take_no_labels_of_other_languages() -> None:
     assert not name_forms("Louisville, KY 40202")
     assert column_kind("Cena") is None
     assert column_kind("Usługa") is None
+    # Hungarian "ME" and Romanian "UM" as units need their dots (or a cell of their own):
+    # "Me gusta" and Portuguese "Um produto" are rows.
+    assert column_kind("Me gusta olive") is None
+    assert column_kind("Um produto") is None
+    assert column_kind("UM") == column_kind("M.E.") == "unit"
     assert sum_label("Transport") is None
     for text, kind in {
         "Total": "gross",

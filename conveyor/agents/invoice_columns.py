@@ -219,11 +219,13 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"mj",
         r"unidade",
         r"enhet|enhed|enh\.?",
-        # Romanian "U.M.", Czech "MJ", Hungarian "Mennyiségi egység", "ME"; Croatian "Jed.
-        # mj.", Slovene "Enota", "EM"; Lithuanian "Mato vnt."; Latvian "Mērv."; Estonian
-        # "Ühik"; Finnish "Yksikkö"; Turkish "Birim"; Greek "Μονάδα (μέτρησης)", "Μ.Μ.";
-        # Bulgarian "Мярка", "Мерна единица".
-        r"u\.?\s*m\.?|mennyisegi\s*egyseg|m\.?\s*e\.|me|jed\.?\s*mj\.?|j\.?\s*m\.?|enota|e\.?\s*m\.",
+        # Romanian "U.M." ("UM" alone in its cell: Portuguese "Um produto" is a row),
+        # Hungarian "Mennyiségi egység", "M.E." (a bare "me" is Spanish and English: "Me
+        # gusta"); Croatian "Jed. mj.", Slovene "Enota", "E.M."; Lithuanian "Mato vnt.";
+        # Latvian "Mērv."; Estonian "Ühik"; Finnish "Yksikkö"; Turkish "Birim"; Greek
+        # "Μονάδα (μέτρησης)", "Μ.Μ."; Bulgarian "Мярка", "Мерна единица".
+        r"u\.\s*m\.?|um(?=\s*$)|mennyisegi\s*egyseg|m\.\s*e\.|jed\.?\s*mj\.?|j\.\s*m\.|jm|enota",
+        r"e\.\s*m\.",
         r"mato\s*vnt\.?|mat\.\s*vnt\.?|vnt\.?|merv\.?|mervieniba|uhik|yksikko|yks\.?|birim",
         r"μοναδα(?:\s*μετρησησ)?|μ\.\s*μ\.|мярка|мерна\s*единица|м\.\s*ед\.?",
     ],
