@@ -1,6 +1,6 @@
 """The vocabulary of invoices in more languages (Romanian, Czech, Slovak, Hungarian,
 Croatian, Slovene, Bulgarian, Lithuanian, Latvian, Estonian, Finnish, Turkish, Catalan,
-Greek), read on snippets written here: labels, sums, party headings, column headers,
+Greek, Russian), read on snippets written here: labels, sums, party headings, column headers,
 legal forms, and the folding that lets Greek and Cyrillic labels match.
 
 The snippets are text laid out by spaces (two or more make a gap between cells), read as
@@ -337,6 +337,24 @@ EL = """\
 """
 
 
+RU = """\
+Поставщик:                               Покупатель:
+ООО «Северный Код»                       АО «Волга Трейд»
+ул. Ленина 5, Москва                     пр. Мира 12, Казань
+ИНН 7701234567                           ИНН 1655123456
+
+СЧЁТ-ФАКТУРА № 118
+Дата: 12.03.2024
+Срок оплаты: 26.03.2024
+
+Наименование             Кол-во   Ед. изм.   Цена       Сумма
+Разработка модуля        1        шт         50 000,00  50 000,00
+
+Сумма без НДС                                           50 000,00
+НДС 20%                                                 10 000,00
+Всего к оплате                                          60 000,00 руб.
+"""
+
 # Each snippet's fields, as its text prints them: number, issue date, due date, seller,
 # buyer, net, tax, total, and how many item rows.
 INVOICES = {
@@ -519,6 +537,20 @@ INVOICES = {
             "360.00",
             "75.60",
             "435.60",
+            1,
+        ),
+    ),
+    "ru": (
+        RU,
+        (
+            "118",
+            "2024-03-12",
+            "2024-03-26",
+            "ООО «Северный Код»",
+            "АО «Волга Трейд»",
+            "50000.00",
+            "10000.00",
+            "60000.00",
             1,
         ),
     ),
@@ -803,3 +835,25 @@ def test_portuguese_and_german_labels_that_were_missing() -> None:
     }.items():
         found = party_heading(text)
         assert found is not None and found[0] == kind, (text, found)
+
+
+def test_more_ways_to_label_a_number_and_a_title() -> None:
+    for text, kind in {
+        "Faktura VAT nr 12/2024": "number",
+        "R1 račun br. 12": "number",
+        "Račun-otpremnica br.": "number",
+        "Broj fakture": "number",
+        "Τιμολόγιο Παροχής Υπηρεσιών Αρ. 15": "number",
+        "Счёт № 5": "number",
+        "Variabilní symbol:": "reference",
+        "Konstantní symbol": "-number",
+        "Datum fakture:": "issue",
+        "Ημ/νία:": "date",
+        "Срок оплаты:": "due",
+    }.items():
+        found = field_label(text)
+        assert found is not None and found[0] == kind, (text, found)
+    for text in ("PVM sąskaita faktūra", "e-Arşiv Fatura", "Счёт-фактура"):
+        assert TITLE.match(fold(text)), text
+    assert sum_label("В т.ч. НДС") == ("tax", 10)
+    assert TAX_ID.search(fold("ИНН 7701234567"))

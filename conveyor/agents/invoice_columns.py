@@ -109,7 +109,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         # Greek "Ποσότητα", Bulgarian "Количество".
         r"cantitate(?:\s*facturata)?|mnozstvi|mnozstvo|mennyiseg|menny\.|kolicina|kol\.",
         r"kiekis|daudzums|kogus|kpl|miktar(?:i)?|quantitat",
-        r"ποσοτητα|ποσ\.|количество|к-во|кол\.",
+        r"ποσοτητα|ποσ\.|количество|к-во|кол\.|кол\s*-\s*во|кількість",
     ],
     "price": [
         r"unit\s*price",
@@ -186,7 +186,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"spolu|celkom|(?:netto\s*|brutto\s*)?ertek|osszeg|iznos|znesek|vrednost|suma",
         r"(?:mal\s*hizmet\s*)?tutar(?:i)?|import",
         r"αξια|ποσο|συνολο",
-        r"стоиност|сума",
+        r"стоиност|сума|сумма",
     ],
     "rate": [
         r"alv\s*-?\s*%?",
@@ -228,6 +228,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"e\.\s*m\.",
         r"mato\s*vnt\.?|mat\.\s*vnt\.?|vnt\.?|merv\.?|mervieniba|uhik|yksikko|yks\.?|birim",
         r"μοναδα(?:\s*μετρησησ)?|μ\.\s*μ\.|мярка|мерна\s*единица|м\.\s*ед\.?",
+        r"ед\.?\s*изм\.?|од\.?\s*вим\.?",
     ],
     "discount": [
         r"rem\.?",

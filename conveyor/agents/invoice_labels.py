@@ -70,7 +70,11 @@ _DOCUMENT_WORD = (
     # "račun(a)", Lithuanian "sąskaita", Latvian "rēķins", Estonian "arve", Greek
     # "τιμολόγιο(υ)", Bulgarian "фактура(та)".
     r"facturii|dokladu?|szamla|racuna?|saskait(?:a|os)|rekin[as]|arve|"
-    r"τιμολογιου?|фактура(?:та)?)"
+    # Croatian "R1 račun", "Račun-otpremnica", Serbian and Croatian "fakture", Greek
+    # "Τιμολόγιο παροχής υπηρεσιών", Russian "Счёт(-фактура)".
+    r"r\s*-?\s*[12]\s*racun|racun\s*-\s*otpremnica|fakture|"
+    r"τιμολογιο(?:\s*(?:παροχησ\s*υπηρεσιων|πωλησησ))?|τιμολογιου|фактура(?:та)?|"
+    r"счет(?:\s*-\s*фактура)?)"
 )
 _NUMBER_SIGN = (
     r"(?:n\s*\.?\s*[o°º]|no|nr|nro|num|numero|number|nummer|numer|ref|#|id|"
@@ -102,7 +106,7 @@ _DATED = [
     # The act of invoicing: "Date de facturation", "Fecha de facturación", "Data di
     # fatturazione", "Datum van facturatie", "Data facturării".
     + r"facturation|facturacion|fatturazione|facturatie|faturamento|facturarii|"
-    + r"facturii|racuna|szamla|τιμολογιου|фактурата|фактура|saskaitos|rekina|arve)",
+    + r"facturii|racuna|fakture|szamla|τιμολογιου|фактурата|фактура|saskaitos|rekina|arve)",
 ]
 
 # What a value behind each label is. Kinds starting with "-" are labels that must not be
@@ -133,6 +137,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         # Latvian "Rēķina Nr."; Turkish "Fatura No"; Greek "Αριθμός τιμολογίου", "Αρ.
         # Τιμολογίου"; Bulgarian "Фактура №", "Номер на фактура".
         r"(?:cislo|c\.)\s*(?:faktury|dokladu)",
+        # Polish "Faktura VAT nr".
+        r"faktura\s*vat\s*(?:nr|no|numer)\.?",
         r"(?:faktura|doklad)\s*(?:-\s*danovy\s*doklad\s*)?(?:cislo|c\.)",
         r"szamla\s*-?\s*(?:sor)?szam(?:a)?",
         r"(?:broj|br\.)\s*racuna|racun\s*(?:broj|br\.?)",
@@ -152,7 +158,15 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"numar(?:ul)?|cislo|sorszam|broj|stevilka|αριθμοσ|номер",
     ],
     # Read only when no number is labelled: "Reference: MG2022" on an invoice is its number.
-    "reference": [r"reference", r"referencia", r"referenz", r"riferimento", r"referentie"],
+    "reference": [
+        r"reference",
+        r"referencia",
+        r"referenz",
+        r"riferimento",
+        r"referentie",
+        # A Czech or Slovak payment's variable symbol: most often the invoice's number.
+        r"variabiln[iy]\s*symbol|v\.\s*s\.",
+    ],
     "issue": [
         r"invoice\s*date",
         r"date\s*of\s*(?:issue|invoice)",
@@ -205,7 +219,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"(?:duzenleme|fatura)\s*tarihi",
         r"data\s*d'?\s*emissio",
         r"ημερομηνια\s*(?:εκδοσησ|εκδοσεωσ|τιμολογιου|παραστατικου)",
-        r"ημ/?νια\s*(?:εκδοσησ)?",
+        r"ημ(?:ερ)?\.?\s*/?\s*νια\s*εκδοσησ",
         r"дата\s*на\s*(?:издаване|документа|фактурата)",
         *_DATED,
     ],
@@ -216,7 +230,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"data",
         r"dated",
         r"dato",
-        r"datums|kuupaev|tarih(?:i)?|ημερομηνια|дата",
+        r"datums|kuupaev|tarih(?:i)?|ημερομηνια|ημ(?:ερ)?\.?\s*/\s*νια|дата",
     ],
     "due": [
         r"due\s*date",
@@ -282,6 +296,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"(?:data\s*(?:de\s*)?)?venciment",
         r"ημερομηνια\s*ληξησ|προθεσμια\s*πληρωμησ|ληξη",
         r"срок\s*(?:за|на)\s*плащане|падеж",
+        # Russian "Срок оплаты", "Оплатить до"; Ukrainian "Термін оплати", "Сплатити до".
+        r"срок\s*оплаты|оплатить\s*до|термин\s*оплати|сплатити\s*до",
     ],
     "-date": [
         r"(?:order|delivery|ship\w*|service|po|purchase\s*order|performance)\s*date",
@@ -330,6 +346,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         # "Číslo objednávky"; Hungarian "Adószám"; Turkish "Sipariş No"; Bulgarian "ЕИК".
         r"nr\.?\s*(?:reg\.?\s*com|inregistrare|comanda|contract|cont)\w*\.?",
         r"(?:cislo|c\.)\s*(?:objednavky|uctu|smlouvy|zakaznika)",
+        # Czech and Slovak payments' other symbols.
+        r"(?:konstantn[iy]|specifick[yi])\s*symbol",
         # Portugal's taxpayer number: "Nº de contribuinte".
         r"(?:n\s*\.?\s*[o°º]|numero)\s*(?:de\s*)?contribuinte",
         r"(?:siparis|musteri|vergi)\s*(?:no|numarasi)\.?",
@@ -349,7 +367,9 @@ _SUM_WORD = (
     # Greek "σύνολο", "αξία", "ποσό", Bulgarian "сума", "стойност" (folded: "й" is "и"),
     # "общо".
     r"valoare(?:a)?(?:\s*totala)?|spolu|celkom|iznos|ukupno|znesek|skupaj|suma|toplam|tutar|"
-    r"συνολο|αξια|ποσο|сума|стоиност|общо)"
+    r"συνολο|αξια|ποσο|сума|стоиност|общо|"
+    # Russian "сумма", "итого", "всего"; Ukrainian "разом", "всього".
+    r"сумма|итого|всего|разом|всього)"
 )
 _WITHOUT = (
     r"(?:excl|exkl|ekskl|excluding|exclusive\s*of|ex|w/o|without|before|ohne|hors|sin|senza|"
@@ -369,7 +389,9 @@ _TAX_WORD = (
     r"imposte?|steuern?|umsatzsteuer|mehrwertsteuer|podatku|"
     # Croatian "PDV", Slovene "DDV", Hungarian "ÁFA", Lithuanian "PVM", Latvian "PVN",
     # Turkish "KDV", Greek "ΦΠΑ", Bulgarian "ДДС".
-    r"pdv|ddv|afa|pvm|pvn|kdv|φπα|ддс)\.?"
+    r"pdv|ddv|afa|pvm|pvn|kdv|φπα|ддс|"
+    # Russian "НДС", Ukrainian "ПДВ".
+    r"ндс|пдв)\.?"
 )
 # A tax's word before its total: "TVA total", "DPH celkem", "PDV ukupno", "KDV toplam".
 _TAX_TOTAL = (
@@ -491,6 +513,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"afa\s*(?:osszeg|ertek)\w*|hesaplanan\s*kdv|kaibemaks|arvonlisavero",
         r"(?:начислен|сума\s*на)\s*ддс",
         r"(?:ποσο|αξια)\s*φπα",
+        # Russian "В т.ч. НДС", "В том числе НДС": the tax inside the total.
+        r"(?:в\s*т\.?\s*ч\.?|в\s*том\s*числе)\s*(?:ндс|пдв)",
+        r"ндс|пдв",
     ],
     "gross": [
         _with_tax(_WITH),
@@ -546,6 +571,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"import\s*total",
         r"(?:γενικο\s*)?συνολο(?:\s*(?:τιμολογιου|πληρωμησ))?|συνολικη\s*αξια|τελικο\s*ποσο",
         r"общо(?:\s*(?:сума|стоиност))?|обща\s*(?:сума|стоиност)|всичко",
+        # Russian "Итого", "Всего к оплате"; Ukrainian "Разом", "Всього до сплати".
+        r"итого(?:\s*к\s*оплате)?|всего(?:\s*к\s*оплате)?|разом(?:\s*до\s*сплати)?|"
+        r"всього(?:\s*до\s*сплати)?",
     ],
     "due": [
         r"amount\s*due",
@@ -749,6 +777,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"proveidor|venedor|emissor",
         r"(?:στοιχεια\s*)?(?:εκδοτη|εκδοτησ|προμηθευτη|προμηθευτησ|πωλητη|πωλητησ)",
         r"доставчик|продавач|издател|изпълнител",
+        # Russian "Поставщик", "Продавец", "Исполнитель"; Ukrainian "Постачальник".
+        r"поставщик|продавец|исполнитель|постачальник|продавець|виконавець",
     ],
     "buyer": [
         r"(?:customer|client|buyer)\s*name",
@@ -834,6 +864,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"alici(?:\s*bilgileri)?|musteri(?:\s*bilgileri)?|sayin",
         r"(?:στοιχεια\s*)?(?:πελατη|πελατησ|αγοραστη|αγοραστησ|λημπτη|ληπτη)",
         r"получател|купувач|клиент|възложител",
+        # Russian "Покупатель", "Заказчик", "Плательщик"; Ukrainian "Покупець", "Замовник".
+        r"покупатель|заказчик|плательщик|покупець|замовник|платник",
     ],
     "other": [
         r"ship\s*to",
@@ -925,7 +957,9 @@ TITLE = re.compile(
     # Hungarian "Számla", Croatian and Slovene "Račun", Lithuanian "Sąskaita faktūra",
     # Latvian "Rēķins", Estonian "Arve", Greek "Τιμολόγιο", "Απόδειξη", Bulgarian
     # "Фактура".
-    r"szamla|racun|saskaita(?:\s*-?\s*faktura)?|rekins|arve|τιμολογιο|αποδειξη|фактура)" + _END
+    r"szamla|racun|(?:pvm\s*)?saskaita(?:\s*-?\s*faktura)?|rekins|arve|τιμολογιο|αποδειξη|фактура|"
+    # Turkey's electronic invoices ("e-Fatura", "e-Arşiv Fatura"), Russia's "Счёт-фактура".
+    r"e\s*-?\s*(?:arsiv\s*)?fatura|счет(?:\s*-?\s*фактура)?)" + _END
 )
 
 TAX_ID = re.compile(
@@ -942,7 +976,9 @@ TAX_ID = re.compile(
     r"\b(?:cui|oib|vkn|tckn|kmkr|αφμ|δου|γεμη|еик|булстат)\b|cod\s*fiscal|"
     r"nr\.?\s*reg\.?\s*com|identificator\w*\s*(?:tva|fiscal)|ic\s*dph|adoszam|"
     r"davcna\s*stevilka|pvm\s*(?:moketojo\s*)?kodas|pvn\s*reg|registrikood|y\s*-?\s*tunnus|"
-    r"vergi\s*(?:dairesi|no|numarasi|kimlik)|ин\s*по\s*ддс|α\.φ\.μ|δ\.ο\.υ)",
+    r"vergi\s*(?:dairesi|no|numarasi|kimlik)|ин\s*по\s*ддс|α\.φ\.μ|δ\.ο\.υ|"
+    # Russia's "ИНН", "КПП", "ОГРН"; Ukraine's "ЄДРПОУ", "ІПН".
+    r"\b(?:инн|кпп|огрн|єдрпоу|іпн)\b)",
 )
 SALUTATION = re.compile(
     r"^(?:herrn?|frau|mr\.?|mrs\.?|ms\.?|mme\.?|m\.|mevr\.?|dhr\.?|sr\.?|sra\.?)$"
