@@ -857,3 +857,12 @@ def test_more_ways_to_label_a_number_and_a_title() -> None:
         assert TITLE.match(fold(text)), text
     assert sum_label("В т.ч. НДС") == ("tax", 10)
     assert TAX_ID.search(fold("ИНН 7701234567"))
+
+
+def test_a_till_ticket_and_latin_american_sums() -> None:
+    found = field_label("Ticket #2026-03-0042")
+    assert found is not None and found[0] == "number"
+    found = field_label("Boleta N° 512")
+    assert found is not None and found[0] == "number"
+    assert sum_label("Monto Total") == ("gross", 11)
+    assert sum_label("Monto neto") == ("net", 10)

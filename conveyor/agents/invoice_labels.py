@@ -64,6 +64,8 @@ _END = r"(?![^\W\d_])"
 _DOCUMENT_WORD = (
     r"(?:invoice|inv|bill|rechnungs?|rg|beleg|facture|factura|fattura|factuur|faktura|"
     r"faktury|fatura\s*-\s*recibo|fatura|laskun?|statement|receipt|recibo|kvittering|kvitto|document|"
+    # A till's "Ticket #", Chile's "Boleta N°".
+    r"ticket|boleta|"
     # Brazil's electronic invoices: "Nota Fiscal", "NF-e", "NFC-e" (a consumer's), "NFS-e".
     r"nota\s*fiscal|nf[cs]?\s*-?\s*e|"
     # Romanian "facturii", Czech "dokladu", Hungarian "számla", Croatian and Slovene
@@ -435,7 +437,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"veroton(?:\s*yhteensa)?",
         r"zaklad\s*dane",
         r"wartosc\s*netto",
-        r"(?:total|importe|valor|precio)?\s*(?:neto|sin\s*iva|sem\s*iva|s/\s*iva)",
+        r"(?:total|importe|valor|precio|monto)?\s*(?:neto|sin\s*iva|sem\s*iva|s/\s*iva)",
         r"(?:valor|total)\s*(?:liquido|iliquido|sem\s*iva)",
         # Peru's and Latin America's taxable operations: the base the IGV is charged on.
         r"(?:op\.?|operaciones)\s*gravadas",
@@ -537,6 +539,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"summe(?:\s*brutto)?",
         r"totaal(?:\s*bedrag)?(?:\s*incl\.?\s*(?:btw)?)?",
         r"importe\s*total",
+        # Chile's and Latin America's "Monto total".
+        r"monto\s*total",
         r"invoice\s*amount",
         r"total\s*(?:de\s*(?:la\s*)?)?factura",
         r"totale(?:\s*(?:fattura|documento|complessivo))?",
