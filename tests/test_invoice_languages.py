@@ -866,3 +866,36 @@ def test_a_till_ticket_and_latin_american_sums() -> None:
     assert found is not None and found[0] == "number"
     assert sum_label("Monto Total") == ("gross", 11)
     assert sum_label("Monto neto") == ("net", 10)
+
+
+def test_second_thoughts_on_central_european_and_baltic_labels() -> None:
+    for text, kind in {
+        "Factura fiscală nr.": "number",
+        "Számlaszám": "number",
+        "Bankszámlaszám": "-number",
+        "Datum a čas vystavení": "issue",
+        "Datum i vrijeme izdavanja": "issue",
+        "Datum valute": "due",
+        "Viitenumber": "-number",
+        "Viitenumero": "-number",
+        "Düzenlenme Tarihi": "issue",
+        "ETTN": "-number",
+    }.items():
+        found = field_label(text)
+        assert found is not None and found[0] == kind, (text, found)
+    for text, kind in {
+        "Celková částka": "gross",
+        "Částka k úhradě": "due",
+        "Výše DPH": "tax",
+        "Suma na úhradu": "due",
+        "Základ DPH": "net",
+        "Ukupan iznos": "gross",
+        "Porezna osnovica": "net",
+        "Skupaj za plačilo": "gross",
+        "Vrednost brez DDV": "net",
+        "Bendra suma": "gross",
+        "Kopā apmaksai": "gross",
+        "Toplam İskonto": "discount",
+    }.items():
+        found = sum_label(text)
+        assert found is not None and found[0] == kind, (text, found)

@@ -74,7 +74,7 @@ _DOCUMENT_WORD = (
     r"facturii|dokladu?|szamla|racuna?|saskait(?:a|os)|rekin[as]|arve|"
     # Croatian "R1 račun", "Račun-otpremnica", Serbian and Croatian "fakture", Greek
     # "Τιμολόγιο παροχής υπηρεσιών", Russian "Счёт(-фактура)".
-    r"r\s*-?\s*[12]\s*racun|racun\s*-\s*otpremnica|fakture|"
+    r"r\s*-?\s*[12]\s*racun|racun\s*-\s*otpremnica|fakture|factura\s*fiscala|"
     r"τιμολογιο(?:\s*(?:παροχησ\s*υπηρεσιων|πωλησησ))?|τιμολογιου|фактура(?:та)?|"
     r"счет(?:\s*-\s*фактура)?)"
 )
@@ -215,6 +215,9 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"data\s*(?:de\s*)?emiter(?:e|ii)",
         r"datum\s*(?:vystavenia|vyhotovenia|izdavanja|izdaje|izdavanja\s*racuna)",
         r"kelt(?:e)?",
+        # The date with its time: Czech "Datum a čas vystavení", Croatian "Datum i vrijeme
+        # izdavanja", Turkish "Düzenlenme tarihi".
+        r"datum\s*a\s*cas\s*vystaveni|datum\s*i\s*vrijeme\s*izdavanja|duzenlenme\s*tarihi",
         r"(?:kiallitas|kibocsatas)\s*(?:datuma|kelte)",
         r"israsymo\s*data|izrakstisanas\s*datums",
         r"(?:laskun\s*)?paivays",
@@ -292,6 +295,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"termen\s*(?:de\s*)?plata",
         r"(?:fizetesi\s*)?hatarido|esedekesseg(?:\s*(?:datuma|napja))?",
         r"(?:datum\s*)?dospijeca|rok\s*placanja|(?:datum\s*)?zapadlosti|rok\s*placila",
+        r"datum\s*valute",
         r"apmoketi\s*iki|mokejimo\s*terminas|apmaksas\s*termins|samaksat\s*lidz",
         r"maksetahtaeg|makse\s*tahtaeg|tasuda\s*hiljemalt",
         r"(?:son\s*)?odeme\s*tarihi|vade(?:\s*tarihi)?",
@@ -348,6 +352,9 @@ FIELD_LABELS: dict[str, list[str]] = {
         # "Číslo objednávky"; Hungarian "Adószám"; Turkish "Sipariş No"; Bulgarian "ЕИК".
         r"nr\.?\s*(?:reg\.?\s*com|inregistrare|comanda|contract|cont)\w*\.?",
         r"(?:cislo|c\.)\s*(?:objednavky|uctu|smlouvy|zakaznika)",
+        # A payment's reference number: Estonian "Viitenumber", Finnish "Viitenumero";
+        # a bank account's: Hungarian "Bankszámlaszám"; Turkey's e-invoice UUID, "ETTN".
+        r"viite\s*-?\s*(?:number|numero)|viitenro|bankszamla\s*-?\s*szam\w*|ettn",
         # Czech and Slovak payments' other symbols.
         r"(?:konstantn[iy]|specifick[yi])\s*symbol",
         # Portugal's taxpayer number: "Nº de contribuinte".
@@ -369,6 +376,7 @@ _SUM_WORD = (
     # Greek "σύνολο", "αξία", "ποσό", Bulgarian "сума", "стойност" (folded: "й" is "и"),
     # "общо".
     r"valoare(?:a)?(?:\s*totala)?|spolu|celkom|iznos|ukupno|znesek|skupaj|suma|toplam|tutar|"
+    r"castka|vrednost|"
     r"συνολο|αξια|ποσο|сума|стоиност|общо|"
     # Russian "сумма", "итого", "всего"; Ukrainian "разом", "всього".
     r"сумма|итого|всего|разом|всього)"
@@ -451,7 +459,7 @@ SUM_LABELS: dict[str, list[str]] = {
         # "Данъчна основа".
         r"valoare(?:a)?\s*(?:totala\s*)?neta|total\s*net",
         r"netto\s*(?:osszesen|ertek|osszeg|vegosszeg)|afa\s*nelkul\w*(?:\s*(?:osszeg|ertek))?",
-        r"osnovica(?:\s*(?:za\s*)?pdv)?|osnova(?:\s*za\s*ddv)?",
+        r"(?:porezna\s*)?osnovica(?:\s*(?:za\s*)?pdv)?|osnova(?:\s*za\s*ddv)?|zaklad\s*dph",
         r"(?:summa|kokku)\s*(?:km\s*-?\s*ta|kaibemaksuta)|kaibemaksuta\s*summa",
         r"ara\s*toplam|mal\s*(?:ve\s*)?hizmet\s*toplam\s*tutari",
         r"kdv\s*haric(?:\s*(?:toplam|tutar))?|(?:kdv\s*)?matrah\w*",
@@ -512,7 +520,7 @@ SUM_LABELS: dict[str, list[str]] = {
         # "Käibemaks"; Finnish "Arvonlisävero"; Bulgarian "Начислен ДДС".
         _TAX_TOTAL,
         r"pdv|ddv|afa|pvm|pvn|kdv|φπα|ддс",
-        r"afa\s*(?:osszeg|ertek)\w*|hesaplanan\s*kdv|kaibemaks|arvonlisavero",
+        r"afa\s*(?:osszeg|ertek)\w*|hesaplanan\s*kdv|kaibemaks|arvonlisavero|vyse\s*dph",
         r"(?:начислен|сума\s*на)\s*ддс",
         r"(?:ποσο|αξια)\s*φπα",
         # Russian "В т.ч. НДС", "В том числе НДС": the tax inside the total.
@@ -566,11 +574,13 @@ SUM_LABELS: dict[str, list[str]] = {
         # summa"; Turkish "Genel toplam", "Vergiler dahil toplam tutar"; Catalan "Import
         # total"; Greek "Σύνολο", "Γενικό σύνολο"; Bulgarian "Общо", "Обща сума".
         r"valoare(?:a)?\s*totala|total\s*general|total\s*(?:de\s*)?plata",
-        r"(?:spolu|celkom)(?:\s*k\s*uhrade)?|celkova\s*suma|suma\s*celkom",
+        r"(?:spolu|celkom)(?:\s*k\s*uhrade)?|celkova\s*(?:suma|castka)|suma\s*celkom",
         r"vegosszeg|(?:mindosszesen|osszesen)|brutto\s*(?:osszesen|ertek|osszeg|vegosszeg)",
         r"szamla\s*(?:vegosszege|osszege)",
         r"(?:sve)?ukupno(?:\s*(?:s|sa)\s*pdv\w*)?|skupaj(?:\s*z\s*ddv)?|znesek\s*z\s*ddv",
-        r"is\s*viso(?:\s*su\s*pvm)?|kopa(?:\s*ar\s*pvn)?|kokku(?:\s*km\s*-?\s*ga)?|arve\s*summa",
+        r"ukupan\s*iznos|(?:skupaj|ukupno)\s*za\s*(?:placilo|platiti|placanje)",
+        r"is\s*viso(?:\s*su\s*pvm)?|kopa(?:\s*(?:ar\s*pvn|apmaksai))?|kokku(?:\s*km\s*-?\s*ga)?",
+        r"arve\s*summa|bendra\s*suma(?:\s*su\s*pvm)?",
         r"genel\s*toplam|(?:vergiler|kdv)\s*dahil\s*(?:toplam\s*)?(?:tutar\w*)?|toplam(?:\s*tutar)?",
         r"import\s*total",
         r"(?:γενικο\s*)?συνολο(?:\s*(?:τιμολογιου|πληρωμησ))?|συνολικη\s*αξια|τελικο\s*ποσο",
@@ -610,9 +620,9 @@ SUM_LABELS: dict[str, list[str]] = {
         # "Maksettava"; Turkish "Ödenecek tutar"; Greek "Πληρωτέο"; Bulgarian "Сума за
         # плащане".
         r"rest\s*(?:de\s*)?plata",
-        r"(?:suma\s*)?k\s*uhrade",
+        r"(?:(?:suma|castka)\s*)?(?:k|na)\s*uhrad[eu]",
         r"fizetendo(?:\s*(?:osszeg|vegosszeg|osszesen))?",
-        r"(?:ukupno\s*)?za\s*(?:platiti|placanje|placilo)",
+        r"za\s*(?:platiti|placanje|placilo)",
         r"(?:is\s*viso\s*)?moketi|(?:summa\s*)?apmaksai|tasuda|(?:kokku\s*)?tasumisele",
         r"odenecek\s*(?:tutar|toplam)\w*",
         r"πληρωτεο(?:\s*ποσο)?|ποσο\s*πληρωμησ",
@@ -653,6 +663,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"rabat\w*",
         r"reducere|sleva|zlava|kedvezmeny|popust|iskonto|nuolale|atlaide|allahindlus|"
         r"alennus|descompte|εκπτωση|отстъпка",
+        r"toplam\s*iskonto",
     ],
     # Taxes withheld by the buyer, taken off the total: Mexico's "ISR retenido", Spain's
     # "Retención IRPF", Italy's "Ritenuta d'acconto", Portugal's "Retenção na fonte",
