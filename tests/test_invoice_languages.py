@@ -11,6 +11,8 @@ a text layer without a PDF: the fonts a test can count on draw no Greek or Cyril
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from conveyor.agents.invoice_columns import TABLE_END, column_kind
@@ -26,6 +28,7 @@ from conveyor.agents.invoice_labels import (
 )
 from conveyor.agents.legal_forms import name_forms
 from conveyor.agents.offline import extract_offline
+from conveyor.agents.values import dates_in, month_number
 from conveyor.documents.text import DocumentText, PageText
 
 
@@ -899,3 +902,56 @@ def test_second_thoughts_on_central_european_and_baltic_labels() -> None:
     }.items():
         found = sum_label(text)
         assert found is not None and found[0] == kind, (text, found)
+
+
+# Each snippet's dates printed with the month's name, as each language writes it: the
+# day first ("12 martie 2024", "5. března 2024"), or the year first (Hungarian "2024.
+# március 4.", Lithuanian "2024 m. kovo 11 d.", Latvian "2024. gada 12. februārī").
+NAMED_DATES = {
+    "ro": {"12.03.2024": "12 martie 2024", "11.04.2024": "11 aprilie 2024"},
+    "cs": {"05.03.2024": "5. března 2024", "19.03.2024": "19. března 2024"},
+    "sk": {"02.04.2024": "2. apríla 2024", "16.04.2024": "16. apríla 2024"},
+    "hu": {"2024.03.04.": "2024. március 4.", "2024.03.18.": "2024. márc. 18."},
+    "hr": {"08.04.2024": "8. travnja 2024.", "08.05.2024": "8. svibnja 2024."},
+    "sl": {"10.04.2024": "10. aprila 2024", "10.05.2024": "10. maja 2024"},
+    "bg": {"14.03.2024": "14 март 2024 г.", "28.03.2024": "28 март 2024 г."},
+    "lt": {"2024-03-11": "2024 m. kovo 11 d.", "2024-03-25": "2024 m. kovo 25 d."},
+    "lv": {"12.02.2024": "2024. gada 12. februārī", "26.02.2024": "2024. gada 26. februārī"},
+    "et": {"05.03.2024": "5. märts 2024", "19.03.2024": "19. märts 2024"},
+    "fi": {"04.03.2024": "4. maaliskuuta 2024", "18.03.2024": "18. maaliskuuta 2024"},
+    "tr": {"15.03.2024": "15 Mart 2024", "15.04.2024": "15 Nisan 2024"},
+    "ca": {"07/03/2024": "7 de març de 2024", "06/04/2024": "6 d'abril de 2024"},
+    "el": {"20/03/2024": "20 Μαρτίου 2024"},
+    "ru": {"12.03.2024": "12 марта 2024 г.", "26.03.2024": "26 марта 2024 г."},
+}
+
+
+@pytest.mark.parametrize("language", sorted(NAMED_DATES))
+def test_dates_with_the_months_name_in_each_language(language: str) -> None:
+    text, (_, issued, due, *_) = INVOICES[language]
+    for printed, named in NAMED_DATES[language].items():
+        assert printed in text
+        text = text.replace(printed, named)
+    data = read(text)
+    assert (data["issue_date"], data["due_date"]) == (issued, due)
+
+
+def test_year_first_dates_with_a_months_name() -> None:
+    found = [
+        (t.text, t.date)
+        for t in dates_in("Kelt: 2024. márc. 4., teljesítés 2024 m. kovo 1 d. / 2024. g. 5. martā")
+    ]
+    assert found == [
+        ("2024. márc. 4.", datetime.date(2024, 3, 4)),
+        ("2024 m. kovo 1 d.", datetime.date(2024, 3, 1)),
+        ("2024. g. 5. martā", datetime.date(2024, 3, 5)),
+    ]
+    # a year, a word that is no month, a number: no date
+    assert dates_in("Invoice 2024 Total 15") == []
+
+
+def test_a_months_abbreviation_in_other_words_makes_no_date() -> None:
+    # Czech "led" (leden, January) is also a lamp's LED; a year must be a calendar year
+    assert month_number("led") == 1
+    assert dates_in("Lampa 2 LED 1200 lm") == []
+    assert [t.date for t in dates_in("2 led 2024")] == [datetime.date(2024, 1, 2)]
