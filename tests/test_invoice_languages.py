@@ -15,6 +15,7 @@ import datetime
 
 import pytest
 
+from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_columns import TABLE_END, column_kind
 from conveyor.agents.invoice_labels import (
     NO_VAT,
@@ -955,3 +956,18 @@ def test_a_months_abbreviation_in_other_words_makes_no_date() -> None:
     assert month_number("led") == 1
     assert dates_in("Lampa 2 LED 1200 lm") == []
     assert [t.date for t in dates_in("2 led 2024")] == [datetime.date(2024, 1, 2)]
+
+
+def test_the_countries_of_more_languages_write_the_day_first() -> None:
+    # 03/04/2024 alone fits both orders; the seller's country decides, not a guess
+    (issue,) = dates_in("03/04/2024")
+    assert issue.both is not None
+    assert slash_date_order(issue, None, ["Odos Ermou 5, Αθήνα, Ελλάδα"], None) == (
+        "dmy",
+        "country",
+    )
+    assert slash_date_order(issue, None, ["Carrer Gran 3, Girona, Catalunya"], None) == (
+        "dmy",
+        "country",
+    )
+    assert slash_date_order(issue, None, ["Main Street 3"], None) == ("dmy", "guess")
