@@ -130,3 +130,35 @@ def test_each_block_holds_its_own_labels_and_values(text: str) -> None:
         "Address",
         "2 Low Road, York",
     ]
+
+
+# No heading anywhere: the seller's letterhead above the title, and under the title the
+# buyer's particulars behind their labels, as Greek invoices print them.
+LABELLED_BUYER = """\
+                                                  NIKOS PAPADOPOULOS
+                                                  SOFTWARE CONSULTANT
+                                                  Odos Ermou 5, Athens
+
+INVOICE 7                                         Date: 04.03.2024
+
+Name: Harbour Foods Ltd
+Profession: Food wholesale
+Address: 2 Low Road, York
+
+
+Description          Qty      Unit price      Amount
+Consulting           2        100.00          200.00
+
+Total                                         200.00
+"""
+
+
+def test_a_labelled_name_under_the_title_is_the_buyers_when_nothing_else_is() -> None:
+    data = read(LABELLED_BUYER)
+    assert name(data, "customer") == "Harbour Foods Ltd"
+    assert name(data, "vendor") == "NIKOS PAPADOPOULOS"
+    # a label over its title is no buyer's: above the title stands the seller
+    above = LABELLED_BUYER.replace("Name: Harbour Foods Ltd\n", "").replace(
+        "INVOICE 7 ", "Name: Harbour Foods Ltd\nINVOICE 7 ", 1
+    )
+    assert name(read(above), "customer") != "Harbour Foods Ltd"

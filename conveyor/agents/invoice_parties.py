@@ -453,6 +453,48 @@ def _not_a_label(party: Party) -> Party:
     return party
 
 
+def _title_line(sheet: Sheet) -> int | None:
+    """The line of the document's title: a cell that is its title word alone, or with a
+    number ("ΤΙΜΟΛΟΓΙΟ", "INVOICE #12"), not a field's label ("Invoice date:")."""
+    for i, line in enumerate(sheet.lines):
+        for cell in line.cells:
+            folded = fold(cell.text.strip())
+            match = TITLE.match(folded)
+            if match and not re.search(r"[^\W\d_]{3}|:", folded[match.end() :]):
+                return i
+    return None
+
+
+def _labelled_under_title(sheet: Sheet, taken: set[Cell], vendor: str | None) -> Party:
+    """A name's label with its value a few lines under the document's title, in no block
+    under a heading ("INVOICE 7" over "Name: Harbour Foods Ltd", a Greek invoice's
+    "Επωνυμία:"): read when nothing else names the buyer, since a seller's name is its
+    letterhead, printed above the title."""
+    title = _title_line(sheet)
+    if title is None:
+        return Party()
+    page = sheet.lines[title].page
+    for line in sheet.lines[title + 1 : title + 8]:
+        if line.page != page:
+            break
+        for k, cell in enumerate(line.cells):
+            end = name_label(cell.text)
+            rest = cell.text[end:].strip() if end is not None else ""
+            if cell in taken or not rest.startswith(":"):
+                continue
+            value = rest[1:].strip() or (
+                line.cells[k + 1].text.strip() if k + 1 < len(line.cells) else ""
+            )
+            if (
+                value
+                and not LABELLED.match(value)
+                and not not_a_name(value)
+                and fold(value) != fold(vendor or "")
+            ):
+                return Party(value, FAIR)
+    return Party()
+
+
 def parties(sheet: Sheet) -> tuple[Party, Party]:
     blocks = headings(sheet)
     vendor = _best_block(sheet, [b for b in blocks if b.kind == "seller"])
@@ -480,6 +522,9 @@ def parties(sheet: Sheet) -> tuple[Party, Party]:
         customer = _not_a_label(buyer_by_address(sheet, vendor.name))
     if customer.name is None:
         customer = _not_a_label(buyer_by_name_alone(sheet, vendor.name))
+    if customer.name is None:
+        taken = {cell for block in blocks for _, cell in _block_lines(sheet, block)}
+        customer = _not_a_label(_labelled_under_title(sheet, taken, vendor.name))
     if vendor.tax_id is None and vendor.name:
         # The first VAT id of the pages outside the buyer's and the delivery blocks: a
         # buyer's "VAT No." under its heading is no seller's. The cells are chosen by
