@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from conveyor.agents.invoice_parties import _block_lines, headings
+from conveyor.agents.invoice_marks import Party
+from conveyor.agents.invoice_parties import _block_lines, _not_a_label, headings
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.offline import extract_offline
 from conveyor.documents.text import DocumentText, PageText
@@ -162,3 +163,10 @@ def test_a_labelled_name_under_the_title_is_the_buyers_when_nothing_else_is() ->
         "INVOICE 7 ", "Name: Harbour Foods Ltd\nINVOICE 7 ", 1
     )
     assert name(read(above), "customer") != "Harbour Foods Ltd"
+
+
+def test_a_label_ending_with_its_colon_is_no_name() -> None:
+    for label in ("À:", "(Gazette 1163/1997):", "Registered office :"):
+        assert _not_a_label(Party(label, 0.6, "2 Low Road")) == Party(address="2 Low Road")
+    assert _not_a_label(Party("Harbour Foods Ltd", 0.6)).name == "Harbour Foods Ltd"
+    assert _not_a_label(Party("Harbour: Foods Ltd", 0.6)).name == "Harbour: Foods Ltd"

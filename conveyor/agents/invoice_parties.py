@@ -442,15 +442,17 @@ def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
 
 
 def _not_a_label(party: Party) -> Party:
-    """A name that is all a heading or a title ("Bill To", "Invoice", "Provider") was read
-    from the wrong line: it is no name."""
+    """A name that is all a heading or a title ("Bill To", "Invoice", "Provider"), or a
+    label ending with its colon ("(Gazette 1163/1997):"), was read from the wrong line: it
+    is no name."""
     if not party.name:
         return party
     folded = fold(party.name.strip(" :"))
     heading = party_heading(folded)
-    if (heading and heading[1] >= len(folded)) or TITLE.match(folded) or not_a_name(party.name):
+    label = party.name.rstrip().endswith(":")
+    if (heading and heading[1] >= len(folded)) or TITLE.match(folded) or label:
         return Party(address=party.address, tax_id=party.tax_id)
-    return party
+    return Party(address=party.address, tax_id=party.tax_id) if not_a_name(party.name) else party
 
 
 def _title_line(sheet: Sheet) -> int | None:
