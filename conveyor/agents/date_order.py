@@ -39,9 +39,15 @@ def slash_date_order(
 
 _TERMS = re.compile(r"\b(?:net\s*(\d{1,3})\b|(\d{1,3})\s*days\b)", re.IGNORECASE)
 _MDY_PLACES = re.compile(r"\bunited states\b|\busa\b|, [A-Z]{2} \d{5}\b", re.IGNORECASE)
+# Countries that write the day first, in English and, for the languages the labels know
+# beyond the first six, in their own ("România", "Magyarország", "Ελλάδα").
 _DMY_PLACES = re.compile(
     r"\b(?:united kingdom|uk|australia|new zealand|ireland|france|netherlands|germany|"
-    r"spain|italy|belgium|india|singapore|switzerland|austria)\b",
+    r"spain|italy|belgium|india|singapore|switzerland|austria|portugal|poland|polska|"
+    r"rom[aâ]nia|czech republic|czechia|česká republika|slovakia|slovensko|hungary|"
+    r"magyarország|croatia|hrvatska|slovenia|slovenija|bulgaria|българия|lithuania|"
+    r"lietuva|latvia|latvija|estonia|eesti|finland|suomi|turkey|türkiye|greece|ελλ[αά]δα|"
+    r"catalunya|espanya)\b",
     re.IGNORECASE,
 )
 

@@ -1,8 +1,13 @@
 """The words item tables head their columns with, and the lines that end a table, in the
 languages of `invoice_labels` (English, German, French, Dutch, Spanish, Italian,
-Portuguese, Polish, Czech, Finnish, Norwegian, Danish, Swedish): the vocabulary of
-`invoice_table`, matched as `invoice_labels` matches labels (on folded text,
-the longest label wins: "Unit price" is one column, not "Unit" and "price")."""
+Portuguese, Polish, Czech, Slovak, Finnish, Norwegian, Danish, Swedish, Romanian,
+Hungarian, Croatian, Slovene, Lithuanian, Latvian, Estonian, Turkish, Catalan, Greek,
+Bulgarian): the vocabulary of `invoice_table`, matched as `invoice_labels` matches labels
+(on folded text, the longest label wins: "Unit price" is one column, not "Unit" and
+"price")."""
+
+# Greek and Cyrillic letters are the words' own, not look-alikes of Latin ones.
+# ruff: noqa: RUF001, RUF003
 
 from __future__ import annotations
 
@@ -13,7 +18,17 @@ from conveyor.agents.invoice_labels import compile_labels, longest_label
 
 # Columns of an item table, by their headers.
 COLUMN_LABELS: dict[str, list[str]] = {
-    "pos": [r"pos(?:ition)?\.?", r"nr\.?", r"no\.?", r"#", r"lfd\.?", r"line", r"lp\.?"],
+    "pos": [
+        r"pos(?:ition)?\.?",
+        r"nr\.?",
+        r"no\.?",
+        r"#",
+        r"lfd\.?",
+        r"line",
+        r"lp\.?",
+        # Romanian "Nr. crt.", "Linia"; Croatian "R. br."; Turkish "Sıra No"; Greek "Α/Α".
+        r"nr\.?\s*crt\.?|linia|r\.?\s*br\.?|rb\.?|sira(?:\s*no)?|α/α|№",
+    ],
     "description": [
         r"description",
         r"beschreibung",
@@ -42,6 +57,22 @@ COLUMN_LABELS: dict[str, list[str]] = {
         # Portuguese; Norwegian, Danish, Swedish.
         r"descricao|designacao|produto|servico",
         r"beskrivelse|beskrivning|varebeskrivelse|varetekst|vare|ydelse|tjeneste|tekst",
+        # Romanian "Denumire(a produselor sau a serviciilor)", "Nume articol"; Czech and
+        # Slovak "Popis", "Označení dodávky"; Hungarian "Megnevezés", "Termék"; Croatian and
+        # Slovene "Naziv", "Opis", "Artikel"; Lithuanian "Pavadinimas"; Latvian
+        # "Nosaukums"; Estonian "Nimetus", "Kirjeldus"; Finnish "Kuvaus", "Nimike"; Turkish
+        # "Mal hizmet", "Açıklama", "Ürün"; Catalan "Descripció", "Concepte"; Greek
+        # "Περιγραφή", "Αιτιολογία", "Είδος"; Bulgarian "Наименование", "Описание".
+        r"denumire(?:a)?(?:\s*(?:produselor|produsului|bunurilor|serviciilor|articolului)"
+        r"(?:\s*(?:sau|si)\s*(?:a\s*)?serviciilor)?)?|nume\s*articol\w*|articol|produs",
+        r"popis|oznaceni(?:\s*dodavky)?|nazov|nazev",
+        r"megnevezes|termek(?:\s*/\s*szolgaltatas)?|szolgaltatas",
+        r"naziv(?:\s*(?:proizvoda|usluge|artikla|robe))?|opis",
+        r"pavadinimas|prekes|nosaukums|nimetus|kirjeldus|kuvaus|nimike",
+        r"mal\s*(?:/\s*)?hizmet|aciklama|urun(?:\s*adi)?|hizmet",
+        r"descripcio|concepte",
+        r"περιγραφη|αιτιολογια|ειδοσ",
+        r"наименование(?:\s*на\s*(?:стоката|услугата))?|описание|стока|услуга",
     ],
     "quantity": [
         r"qty\.?",
@@ -72,6 +103,13 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"maara",
         r"quantidade|qtd\.?",
         r"antall|antal|ant\.|mengde|m(?:æ|ae)ngde|kvantitet",
+        # Romanian "Cantitate", Czech "Množství", Slovak "Množstvo", Hungarian "Mennyiség",
+        # Croatian and Slovene "Količina", Lithuanian "Kiekis", Latvian "Daudzums",
+        # Estonian "Kogus", Finnish "Määrä", "Kpl", Turkish "Miktar", Catalan "Quantitat",
+        # Greek "Ποσότητα", Bulgarian "Количество".
+        r"cantitate(?:\s*facturata)?|mnozstvi|mnozstvo|mennyiseg|menny\.|kolicina|kol\.",
+        r"kiekis|daudzums|kogus|kpl|miktar(?:i)?|quantitat",
+        r"ποσοτητα|ποσ\.|количество|к-во|кол\.|кол\s*-\s*во|кількість",
     ],
     "price": [
         r"unit\s*price",
@@ -98,6 +136,19 @@ COLUMN_LABELS: dict[str, list[str]] = {
         # "Enh.pris", "Enhetspris", "Enhedspris", "à-pris", "Stykpris", "Pris".
         r"enh(?:ets|eds)?\.?\s*-?\s*pris(?:\s*\((?:ekskl|exkl|excl)\.?\s*(?:mva|moms)\))?",
         r"a\s*-?\s*pris|styk\s*-?\s*pris|pris",
+        # Romanian "Preț unitar (fără TVA)", "Preț net"; Czech "Jednotková cena", Slovak
+        # "Jedn. cena"; Hungarian "Egységár"; Croatian "Cijena", "Jedinična cijena";
+        # Slovene "Cena"; Lithuanian, Latvian "Kaina", "Cena"; Estonian "Hind", "Ühiku
+        # hind"; Finnish "Hinta", "Yksikköhinta"; Turkish "Birim fiyat"; Catalan "Preu
+        # (unitari)"; Greek "Τιμή (μονάδας)"; Bulgarian "Единична цена", "Ед. цена".
+        r"pret(?:ul)?(?:\s*(?:unitar|net))*(?:\s*al\s*articolului)?(?:\s*\(?fara\s*tva\)?)?",
+        # ("Cena" alone stays no column: a Polish header splits "Cena | netto" in two.)
+        r"(?:jednotkova|jedn\.|jednotk\.)\s*cena|cena\s*(?:za\s*jednotku|jednotky|na\s*enoto)",
+        r"egysegar|(?:netto\s*)?egyseg\s*ar",
+        r"(?:jedinicna\s*)?cijena",
+        r"kaina|(?:uhiku\s*)?hind|(?:yksikko)?hinta|birim\s*fiyat\w*|fiyat|preu(?:\s*unitari)?",
+        r"τιμη(?:\s*(?:μοναδασ|μον\.))?",
+        r"(?:единична|ед\.)\s*цена|цена",
     ],
     "amount": [
         r"amount",
@@ -127,6 +178,15 @@ COLUMN_LABELS: dict[str, list[str]] = {
         # "Beløp (ekskl. mva)", "Belopp", "Beløb", "Summa", "Totalt".
         r"(?:belop[p]?|belob)(?:\s*\((?:ekskl|exkl|excl)\.?\s*(?:mva|moms)\))?",
         r"summa|totalt",
+        # Romanian "Valoare (netă)", Czech "Celkem", Slovak "Spolu", Hungarian "Nettó
+        # érték", "Érték", "Összeg"; Croatian "Iznos", Slovene "Znesek", "Vrednost";
+        # Lithuanian "Suma", Estonian "Summa"; Turkish "Tutar", "Mal hizmet tutarı";
+        # Catalan "Import"; Greek "Αξία", "Ποσό"; Bulgarian "Стойност", "Сума".
+        r"valoare(?:a)?(?:\s*(?:neta|totala|fara\s*tva))?",
+        r"spolu|celkom|(?:netto\s*|brutto\s*)?ertek|osszeg|iznos|znesek|vrednost|suma",
+        r"(?:mal\s*hizmet\s*)?tutar(?:i)?|import",
+        r"αξια|ποσο|συνολο",
+        r"стоиност|сума|сумма",
     ],
     "rate": [
         r"alv\s*-?\s*%?",
@@ -141,6 +201,13 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"iva",
         r"(?:mva|moms)(?:\s*\(?\s*\d{1,2}(?:[.,]\d{1,2})?\s*%\s*\)?|\s*%)?",
         r"igv",
+        # Romanian "Cota TVA", Czech "Sazba DPH", Slovak "Sadzba", Hungarian "ÁFA (%)",
+        # "ÁFA kulcs"; Croatian "PDV %", Slovene "DDV %", "Stopnja"; Lithuanian "PVM %",
+        # Latvian "PVN %"; Turkish "KDV oranı"; Greek "ΦΠΑ %"; Bulgarian "ДДС %".
+        r"cota(?:\s*tva)?(?:\s*%)?|(?:sazba|sadzba)(?:\s*dph)?|dph\s*%?",
+        r"afa(?:\s*(?:kulcs|%))?|(?:pdv|ddv|pvm|pvn)\s*%?|stop(?:a|nja)(?:\s*(?:pdv|ddv))?",
+        r"kdv(?:\s*(?:orani|%))?",
+        r"(?:ποσοστο\s*)?φπα(?:\s*%)?|ддс\s*%?",
     ],
     "unit": [
         r"jedn\.?",
@@ -152,6 +219,16 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"mj",
         r"unidade",
         r"enhet|enhed|enh\.?",
+        # Romanian "U.M." ("UM" alone in its cell: Portuguese "Um produto" is a row),
+        # Hungarian "Mennyiségi egység", "M.E." (a bare "me" is Spanish and English: "Me
+        # gusta"); Croatian "Jed. mj.", Slovene "Enota", "E.M."; Lithuanian "Mato vnt.";
+        # Latvian "Mērv."; Estonian "Ühik"; Finnish "Yksikkö"; Turkish "Birim"; Greek
+        # "Μονάδα (μέτρησης)", "Μ.Μ."; Bulgarian "Мярка", "Мерна единица".
+        r"u\.\s*m\.?|um(?=\s*$)|mennyisegi\s*egyseg|m\.\s*e\.|jed\.?\s*mj\.?|j\.\s*m\.|jm|enota",
+        r"e\.\s*m\.",
+        r"mato\s*vnt\.?|mat\.\s*vnt\.?|vnt\.?|merv\.?|mervieniba|uhik|yksikko|yks\.?|birim",
+        r"μοναδα(?:\s*μετρησησ)?|μ\.\s*μ\.|мярка|мерна\s*единица|м\.\s*ед\.?",
+        r"ед\.?\s*изм\.?|од\.?\s*вим\.?",
     ],
     "discount": [
         r"rem\.?",
@@ -164,6 +241,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"sconto",
         r"descuento",
         r"desconto",
+        r"reducere|sleva|zlava|kedvezmeny|popust|iskonto|nuolale|atlaide|alennus|"
+        r"descompte|εκπτωση|отстъпка",
     ],
 }
 
@@ -174,7 +253,13 @@ TABLE_END = re.compile(
     r"bemerkung\w*|notes|taxe|tva|btw|iva|netto|brutto|positionssumme|zwischensumme|"
     r"rechnungsbetrag|endbetrag|conditions|betalingsinformatie|totaal|base imponible|"
     r"imponibile|amount due|balance|cena bez dane|dph|stawka vat|razem|do zaplaty|yhteensa|"
-    r"maksettava|sum|summa|totalt|i alt|mva|moms|subtotaal|importe total|valor total)(?![a-z])"
+    r"maksettava|sum|summa|totalt|i alt|mva|moms|subtotaal|importe total|valor total|"
+    # Romanian, Slovak, Hungarian, Croatian, Slovene, Baltic, Turkish, Greek, Bulgarian sums.
+    r"total de plata|baza|spolu|celkom|osszesen|vegosszeg|fizetendo|afa|ukupno|pdv|skupaj|"
+    r"ddv|is viso|pvm|kopa|pvn|kokku|ara toplam|genel toplam|toplam|kdv|συνολο|φπα|общо|ддс|"
+    # Payment terms: Romanian "Instrucțiuni de plată", "Condiții de plată".
+    r"instructiuni de plata|conditii de plata|modalitate de plata)"
+    r"(?![^\W\d_])"
 )
 
 _COLUMNS = compile_labels(COLUMN_LABELS)

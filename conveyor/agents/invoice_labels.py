@@ -10,6 +10,9 @@ and the longest label of any kind wins: "Totaal bedrag excl. BTW" is the net, no
 "Totaal" it begins with; "Gesamtbetrag der Zuschläge" is a charge, not "Gesamtbetrag".
 """
 
+# Greek and Cyrillic letters are the words' own, not look-alikes of Latin ones.
+# ruff: noqa: RUF001, RUF003
+
 from __future__ import annotations
 
 import re
@@ -26,6 +29,9 @@ _STROKED = {
     "đ": "d",
     "Đ": "d",
     "\u0131": "i",
+    # Greek's final sigma is its sigma; the numero sign (NFKD "No") is a number sign.
+    "ς": "σ",
+    "\u2116": "#",
     "\u2019": "'",
     "\u2018": "'",
     "\u02bc": "'",
@@ -47,7 +53,9 @@ def fold(text: str) -> str:
     return "".join(c.lower() if c.isascii() else _fold_char(c) for c in text)
 
 
-_END = r"(?![a-z])"  # a label ends where its word does: "ust" is not "ustensile"
+# A label ends where its word does, in any script: "ust" is not "ustensile", "φπα" not
+# "φπαx".
+_END = r"(?![^\W\d_])"
 
 # An invoice's number is labelled by a word for the document and a sign for "number",
 # in either order and in any of the languages: "Factura N.º", "N.º de factura", "Rg.-Nr.",
@@ -55,28 +63,52 @@ _END = r"(?![a-z])"  # a label ends where its word does: "ust" is not "ustensile
 # the fixed phrases below.
 _DOCUMENT_WORD = (
     r"(?:invoice|inv|bill|rechnungs?|rg|beleg|facture|factura|fattura|factuur|faktura|"
-    r"faktury|fatura|laskun?|statement|receipt|recibo|kvittering|kvitto|document|"
+    r"faktury|fatura\s*-\s*recibo|fatura|laskun?|statement|receipt|recibo|kvittering|kvitto|document|"
+    # A till's "Ticket #", Chile's "Boleta N°".
+    r"ticket|boleta|"
     # Brazil's electronic invoices: "Nota Fiscal", "NF-e", "NFC-e" (a consumer's), "NFS-e".
-    r"nota\s*fiscal|nf[cs]?\s*-?\s*e)"
+    r"nota\s*fiscal|nf[cs]?\s*-?\s*e|"
+    # Romanian "facturii", Czech "dokladu", Hungarian "számla", Croatian and Slovene
+    # "račun(a)", Lithuanian "sąskaita", Latvian "rēķins", Estonian "arve", Greek
+    # "τιμολόγιο(υ)", Bulgarian "фактура(та)".
+    r"facturii|dokladu?|szamla|racuna?|saskait(?:a|os)|rekin[as]|arve|"
+    # Croatian "R1 račun", "Račun-otpremnica", Serbian and Croatian "fakture", Greek
+    # "Τιμολόγιο παροχής υπηρεσιών", Russian "Счёт(-фактура)".
+    r"r\s*-?\s*[12]\s*racun|racun\s*-\s*otpremnica|fakture|factura\s*fiscala|"
+    r"τιμολογιο(?:\s*(?:παροχησ\s*υπηρεσιων|πωλησησ))?|τιμολογιου|фактура(?:та)?|"
+    r"счет(?:\s*-\s*фактура)?)"
 )
-_NUMBER_SIGN = r"(?:n\s*\.?\s*[o°º]|no|nr|nro|num|numero|number|nummer|numer|ref|#|id)\.?"
+_NUMBER_SIGN = (
+    r"(?:n\s*\.?\s*[o°º]|no|nr|nro|num|numero|number|nummer|numer|ref|#|id|"
+    # Romanian "număr(ul)", Czech and Slovak "číslo", "č.", Hungarian "szám(a)", "sorszám(a)",
+    # Croatian "broj", "br.", Slovene "številka", "št.", Lithuanian "numeris", Latvian
+    # "numurs", Turkish "numarası", Greek "αριθμός", "αρ.", Bulgarian "номер".
+    r"numar(?:ul)?|cislo|c\.|(?:sor)?szama?|broj|br|stevilka|st\.|numeris|numurs|numarasi|"
+    r"αριθμοσ|αρ\.|номер)\.?"
+)
 _NUMBERED = [
     _DOCUMENT_WORD + r"\s*\.?\s*-?\s*" + _NUMBER_SIGN,
-    _NUMBER_SIGN + r"\s*(?:(?:de|del|della|di|van|of)\s+)?(?:(?:la|het|the)\s+)?" + _DOCUMENT_WORD,
+    _NUMBER_SIGN
+    + r"\s*(?:(?:de|del|della|di|da|do|van|of|на)\s+)?(?:(?:la|het|the)\s+)?"
+    + _DOCUMENT_WORD,
 ]
 
 # Its date the same way: the document's word and a word for "date", in either order
 # ("Rechnungsdatum", "Fakturadato", "Bill date", "Datum faktury", "Fecha de la factura",
 # "Data da fatura", "Date of the invoice").
-_DATE_WORD = r"(?:date|datum|dato|fecha|data|dt\.?)"
+# Latvian "datums", Estonian "kuupäev", Turkish "tarih(i)", Hungarian "kelte", Greek
+# "ημερομηνία", Bulgarian "дата": "Rēķina datums", "Arve kuupäev", "Fatura tarihi",
+# "Számla kelte", "Дата на фактурата".
+_DATE_WORD = r"(?:date|datum|dato|fecha|data|dt\.?|datums|kuupaev|tarihi?|kelte|ημερομηνια|дата)"
 _DATED = [
     _DOCUMENT_WORD + r"\s*-?\s*" + _DATE_WORD,
     _DATE_WORD
-    + r"\s*(?:(?:of|de|der|du|des|della|del|da|do|van)\s+)?(?:(?:la|het|the|il)\s+)?"
+    + r"\s*(?:(?:of|de|der|du|des|della|del|da|do|van|на)\s+)?(?:(?:la|het|the|il)\s+)?"
     + r"(?:invoice|bill|rechnung|facture|factura|fattura|factuur|faktury?|fatura|receipt|recibo|"
     # The act of invoicing: "Date de facturation", "Fecha de facturación", "Data di
-    # fatturazione", "Datum van facturatie".
-    + r"facturation|facturacion|fatturazione|facturatie|faturamento)",
+    # fatturazione", "Datum van facturatie", "Data facturării".
+    + r"facturation|facturacion|fatturazione|facturatie|faturamento|facturarii|"
+    + r"facturii|racuna|fakture|szamla|τιμολογιου|фактурата|фактура|saskaitos|rekina|arve)",
 ]
 
 # What a value behind each label is. Kinds starting with "-" are labels that must not be
@@ -102,13 +134,41 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"laskun?\s*(?:nro|numero)\.?",
         # Mexico's and Chile's "Folio" (and "Folio N°") numbers an invoice of its series.
         r"folio(?:\s*(?:n\s*\.?\s*[o°º]|no|nro)\.?)?",
+        # Czech and Slovak "Číslo faktury", "Faktura č."; Hungarian "Számla sorszáma",
+        # "Számlaszám"; Croatian "Broj računa", "Račun br."; Slovene "Številka računa";
+        # Latvian "Rēķina Nr."; Turkish "Fatura No"; Greek "Αριθμός τιμολογίου", "Αρ.
+        # Τιμολογίου"; Bulgarian "Фактура №", "Номер на фактура".
+        r"(?:cislo|c\.)\s*(?:faktury|dokladu)",
+        # Polish "Faktura VAT nr".
+        r"faktura\s*vat\s*(?:nr|no|numer)\.?",
+        r"(?:faktura|doklad)\s*(?:-\s*danovy\s*doklad\s*)?(?:cislo|c\.)",
+        r"szamla\s*-?\s*(?:sor)?szam(?:a)?",
+        r"(?:broj|br\.)\s*racuna|racun\s*(?:broj|br\.?)",
+        r"(?:stevilka|st\.)\s*racuna|racun\s*(?:stevilka|st\.?)",
+        r"(?:saskaitos|rekina)\s*(?:numeris|nr\.?)",
+        r"fatura\s*(?:no|numarasi|nr)\.?",
+        r"(?:αριθμοσ|αρ\.)\s*(?:τιμολογιου|παραστατικου)",
+        r"(?:фактура|документ)\s*(?:#|no|номер)\.?|номер\s*(?:на\s*)?(?:фактура(?:та)?|документ)",
         *_NUMBERED,
     ],
     # A bare number sign, or a serial's ("Serial No. AA.00001"): the invoice's number
     # only at a guess, unless it stands by the title.
-    "weak_number": [r"(?:serial\s*)?(?:nr|no|nummer|number|numero|n°|nº)\.?"],
+    "weak_number": [
+        r"(?:serial\s*)?(?:nr|no|nummer|number|numero|n°|nº)\.?",
+        # Romanian "Număr", Czech "Číslo", Hungarian "Sorszám", Croatian "Broj", Greek
+        # "Αριθμός", Bulgarian "Номер".
+        r"numar(?:ul)?|cislo|sorszam|broj|stevilka|αριθμοσ|номер",
+    ],
     # Read only when no number is labelled: "Reference: MG2022" on an invoice is its number.
-    "reference": [r"reference", r"referencia", r"referenz", r"riferimento", r"referentie"],
+    "reference": [
+        r"reference",
+        r"referencia",
+        r"referenz",
+        r"riferimento",
+        r"referentie",
+        # A Czech or Slovak payment's variable symbol: most often the invoice's number.
+        r"variabiln[iy]\s*symbol|v\.\s*s\.",
+    ],
     "issue": [
         r"invoice\s*date",
         r"date\s*of\s*(?:issue|invoice)",
@@ -147,9 +207,36 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"data\s*wystawienia",
         r"laskun\s*paivamaara",
         r"paivamaara",
+        # Romanian "Data emiterii"; Slovak "Dátum vystavenia", "Dátum vyhotovenia";
+        # Hungarian "Kelt", "Kiállítás dátuma", "Számla kelte"; Croatian "Datum izdavanja",
+        # Slovene "Datum izdaje"; Lithuanian "Išrašymo data"; Latvian "Izrakstīšanas
+        # datums"; Finnish "Laskun päiväys"; Turkish "Düzenleme tarihi"; Catalan "Data
+        # d'emissió"; Greek "Ημερομηνία έκδοσης"; Bulgarian "Дата на издаване".
+        r"data\s*(?:de\s*)?emiter(?:e|ii)",
+        r"datum\s*(?:vystavenia|vyhotovenia|izdavanja|izdaje|izdavanja\s*racuna)",
+        r"kelt(?:e)?",
+        # The date with its time: Czech "Datum a čas vystavení", Croatian "Datum i vrijeme
+        # izdavanja", Turkish "Düzenlenme tarihi".
+        r"datum\s*a\s*cas\s*vystaveni|datum\s*i\s*vrijeme\s*izdavanja|duzenlenme\s*tarihi",
+        r"(?:kiallitas|kibocsatas)\s*(?:datuma|kelte)",
+        r"israsymo\s*data|izrakstisanas\s*datums",
+        r"(?:laskun\s*)?paivays",
+        r"(?:duzenleme|fatura)\s*tarihi",
+        r"data\s*d'?\s*emissio",
+        r"ημερομηνια\s*(?:εκδοσησ|εκδοσεωσ|τιμολογιου|παραστατικου)",
+        r"ημ(?:ερ)?\.?\s*/?\s*νια\s*εκδοσησ",
+        r"дата\s*на\s*(?:издаване|документа|фактурата)",
         *_DATED,
     ],
-    "date": [r"date", r"datum", r"fecha", r"data", r"dated", r"dato"],
+    "date": [
+        r"date",
+        r"datum",
+        r"fecha",
+        r"data",
+        r"dated",
+        r"dato",
+        r"datums|kuupaev|tarih(?:i)?|ημερομηνια|ημ(?:ερ)?\.?\s*/\s*νια|дата",
+    ],
     "due": [
         r"due\s*date",
         # The document's or the payment's word before it: "Invoice due date".
@@ -168,6 +255,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"erapaiva",
         r"splatnost",
         r"zahlungsziel",
+        r"zahlungsfrist",
         r"date\s*d'?\s*echeance",
         r"echeance",
         r"verval\s*-?\s*(?:datum|dag)",
@@ -197,6 +285,25 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"betalingsfrist",
         r"sist[ae]\s*(?:rettidige\s*)?betaln?ings?\s*dag(?:en)?",
         r"betalas\s*senast",
+        # Romanian "Data scadenței", "Scadență", "Termen de plată"; Hungarian "Fizetési
+        # határidő", "Esedékesség"; Croatian "Datum dospijeća", "Rok plaćanja"; Slovene
+        # "Datum zapadlosti", "Rok plačila"; Lithuanian "Apmokėti iki"; Latvian "Apmaksas
+        # termiņš"; Estonian "Maksetähtaeg"; Turkish "Son ödeme tarihi", "Vade tarihi";
+        # Catalan "Data de venciment"; Greek "Ημερομηνία λήξης", "Προθεσμία πληρωμής";
+        # Bulgarian "Срок за плащане", "Падеж".
+        r"(?:data\s*)?scadent(?:a|ei)",
+        r"termen\s*(?:de\s*)?plata",
+        r"(?:fizetesi\s*)?hatarido|esedekesseg(?:\s*(?:datuma|napja))?",
+        r"(?:datum\s*)?dospijeca|rok\s*placanja|(?:datum\s*)?zapadlosti|rok\s*placila",
+        r"datum\s*valute",
+        r"apmoketi\s*iki|mokejimo\s*terminas|apmaksas\s*termins|samaksat\s*lidz",
+        r"maksetahtaeg|makse\s*tahtaeg|tasuda\s*hiljemalt",
+        r"(?:son\s*)?odeme\s*tarihi|vade(?:\s*tarihi)?",
+        r"(?:data\s*(?:de\s*)?)?venciment",
+        r"ημερομηνια\s*ληξησ|προθεσμια\s*πληρωμησ|ληξη",
+        r"срок\s*(?:за|на)\s*плащане|падеж",
+        # Russian "Срок оплаты", "Оплатить до"; Ukrainian "Термін оплати", "Сплатити до".
+        r"срок\s*оплаты|оплатить\s*до|термин\s*оплати|сплатити\s*до",
     ],
     "-date": [
         r"(?:order|delivery|ship\w*|service|po|purchase\s*order|performance)\s*date",
@@ -211,6 +318,19 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"period\w*",
         r"abrechnungszeitraum",
         r"data\s*sprzedazy",
+        r"datum\s*(?:der\s*)?(?:leistung|lieferung)(?:serbringung)?",
+        # The date of the supply, not of the invoice: Romanian "Data livrării", "Data de
+        # exigibilitate"; Czech "Datum uskutečnění zdanitelného plnění" (DUZP), Slovak
+        # "Dátum dodania"; Hungarian "Teljesítés dátuma"; Croatian "Datum isporuke";
+        # Turkish "Sevk tarihi", "Sipariş tarihi"; Greek "Ημερομηνία αποστολής"; Bulgarian
+        # "Дата на данъчно събитие".
+        r"data\s*(?:livrarii|de\s*exigibilitate|comenzii)",
+        r"datum\s*(?:uskutecneni|zdanitelneho|dodani|dodania|isporuke|dobave|opravljene)\w*",
+        r"duzp",
+        r"teljesites(?:\s*(?:datuma|idopontja|kelte))?",
+        r"(?:sevk|siparis|irsaliye)\s*tarihi",
+        r"ημερομηνια\s*(?:αποστολησ|παραγγελιασ)",
+        r"дата\s*на\s*(?:данъчно\s*събитие|доставка)",
     ],
     "-number": [
         r"(?:customer|client|account|order|po|purchase\s*order|delivery|tax|vat|contract)"
@@ -228,6 +348,18 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"(?:numero|n\s*\.?\s*[o°º])\s*de\s*(?:serie\s*)?(?:del\s*)?certificado\w*"
         r"(?:\s*(?:del\s*)?(?:sat|emisor|csd))*",
         r"(?:your|our|votre|notre|ihre|unsere|uw|onze)\s*(?:ref\w*|reference)",
+        # Registers' and orders' numbers: Romanian "Nr. Reg. Com.", "Nr. comandă"; Czech
+        # "Číslo objednávky"; Hungarian "Adószám"; Turkish "Sipariş No"; Bulgarian "ЕИК".
+        r"nr\.?\s*(?:reg\.?\s*com|inregistrare|comanda|contract|cont)\w*\.?",
+        r"(?:cislo|c\.)\s*(?:objednavky|uctu|smlouvy|zakaznika)",
+        # A payment's reference number: Estonian "Viitenumber", Finnish "Viitenumero";
+        # a bank account's: Hungarian "Bankszámlaszám"; Turkey's e-invoice UUID, "ETTN".
+        r"viite\s*-?\s*(?:number|numero)|viitenro|bankszamla\s*-?\s*szam\w*|ettn",
+        # Czech and Slovak payments' other symbols.
+        r"(?:konstantn[iy]|specifick[yi])\s*symbol",
+        # Portugal's taxpayer number: "Nº de contribuinte".
+        r"(?:n\s*\.?\s*[o°º]|numero)\s*(?:de\s*)?contribuinte",
+        r"(?:siparis|musteri|vergi)\s*(?:no|numarasi)\.?",
     ],
 }
 
@@ -238,16 +370,43 @@ FIELD_LABELS: dict[str, list[str]] = {
 # USt."). One pattern for all their combinations, beside the fixed phrases below.
 _SUM_WORD = (
     r"(?:total[et]?|totaal|summe|summa|sum|somme|betrag|bedrag|montant|importe|importo|valor|"
-    r"belop[p]?|belob|amount|gesamt\w*|kwota|wartosc|razem|celkem)"
+    r"belop[p]?|belob|amount|gesamt\w*|kwota|wartosc|razem|celkem|"
+    # Romanian "valoare (totală)", Slovak "spolu", "celkom", Croatian "iznos", "ukupno",
+    # Slovene "znesek", "skupaj", Lithuanian, Latvian "suma", Turkish "toplam", "tutar",
+    # Greek "σύνολο", "αξία", "ποσό", Bulgarian "сума", "стойност" (folded: "й" is "и"),
+    # "общо".
+    r"valoare(?:a)?(?:\s*totala)?|spolu|celkom|iznos|ukupno|znesek|skupaj|suma|toplam|tutar|"
+    r"castka|vrednost|"
+    r"συνολο|αξια|ποσο|сума|стоиност|общо|"
+    # Russian "сумма", "итого", "всего"; Ukrainian "разом", "всього".
+    r"сумма|итого|всего|разом|всього)"
 )
 _WITHOUT = (
     r"(?:excl|exkl|ekskl|excluding|exclusive\s*of|ex|w/o|without|before|ohne|hors|sin|senza|"
-    r"sem|sans|uten|utan|uden|bez)\.?"
+    r"sem|sans|uten|utan|uden|bez|"
+    # Romanian "fără", Slovene "brez", Lithuanian "be", Estonian "ilma", Catalan "sense",
+    # Greek "προ", "χωρίς", Bulgarian "без".
+    r"fara|brez|be|ilma|sense|προ|χωρισ|без)\.?"
 )
-_WITH = r"(?:incl|inkl|including|inclusive\s*of|inc|with|mit|avec|con|com|med|z)\.?"
+_WITH = (
+    r"(?:incl|inkl|including|inclusive\s*of|inc|with|mit|avec|con|com|med|z|"
+    # Romanian "cu", Czech "vč.", "včetně", Lithuanian "su", Latvian "ar", Greek "με",
+    # Bulgarian "с".
+    r"cu|vc|vcetne|su|ar|με|с)\.?"
+)
 _TAX_WORD = (
     r"(?:vat|tax(?:es)?|btw|tva|taxes?|mwst|ust|iva|gst|mva|moms|igv|dph|alv|impuestos?|"
-    r"imposte?|steuern?|umsatzsteuer|mehrwertsteuer|podatku)\.?"
+    r"imposte?|steuern?|umsatzsteuer|mehrwertsteuer|podatku|"
+    # Croatian "PDV", Slovene "DDV", Hungarian "ÁFA", Lithuanian "PVM", Latvian "PVN",
+    # Turkish "KDV", Greek "ΦΠΑ", Bulgarian "ДДС".
+    r"pdv|ddv|afa|pvm|pvn|kdv|φπα|ддс|"
+    # Russian "НДС", Ukrainian "ПДВ".
+    r"ндс|пдв)\.?"
+)
+# A tax's word before its total: "TVA total", "DPH celkem", "PDV ukupno", "KDV toplam".
+_TAX_TOTAL = (
+    _TAX_WORD + r"\s*(?:total[a]?|celkem|celkom|spolu|ukupno|skupaj|kokku|osszesen|yhteensa|"
+    r"toplam|συνολο|общо)"
 )
 
 
@@ -286,13 +445,28 @@ SUM_LABELS: dict[str, list[str]] = {
         r"veroton(?:\s*yhteensa)?",
         r"zaklad\s*dane",
         r"wartosc\s*netto",
-        r"(?:total|importe|valor|precio)?\s*(?:neto|sin\s*iva|sem\s*iva|s/\s*iva)",
-        r"valor\s*(?:liquido|sem\s*iva)",
+        r"(?:total|importe|valor|precio|monto)?\s*(?:neto|sin\s*iva|sem\s*iva|s/\s*iva)",
+        r"(?:valor|total)\s*(?:liquido|iliquido|sem\s*iva)",
         # Peru's and Latin America's taxable operations: the base the IGV is charged on.
         r"(?:op\.?|operaciones)\s*gravadas",
         # Norwegian, Danish, Swedish: the sum, total or amount without VAT ("mva", "moms").
         r"(?:sum(?:ma)?|total[t]?|belop[p]?|belob)\s*(?:ekskl|exkl|excl|uten|utan|uden)\.?\s*(?:mva|moms)\.?",
         r"delsumma|mellomsum",
+        # Romanian "Valoare netă"; Slovak "Základ dane"; Hungarian "Nettó összesen", "ÁFA
+        # nélkül"; Croatian "Osnovica"; Slovene "Osnova za DDV"; Estonian "Summa km-ta";
+        # Turkish "Ara toplam", "Mal hizmet toplam tutarı", "KDV hariç toplam", "KDV
+        # matrahı"; Catalan "Base imposable"; Greek "Καθαρή αξία", "Υποσύνολο"; Bulgarian
+        # "Данъчна основа".
+        r"valoare(?:a)?\s*(?:totala\s*)?neta|total\s*net",
+        r"netto\s*(?:osszesen|ertek|osszeg|vegosszeg)|afa\s*nelkul\w*(?:\s*(?:osszeg|ertek))?",
+        r"(?:porezna\s*)?osnovica(?:\s*(?:za\s*)?pdv)?|osnova(?:\s*za\s*ddv)?|zaklad\s*dph",
+        r"(?:summa|kokku)\s*(?:km\s*-?\s*ta|kaibemaksuta)|kaibemaksuta\s*summa",
+        r"ara\s*toplam|mal\s*(?:ve\s*)?hizmet\s*toplam\s*tutari",
+        r"kdv\s*haric(?:\s*(?:toplam|tutar))?|(?:kdv\s*)?matrah\w*",
+        r"base\s*imposable|import\s*net",
+        # Greek "Αξία" alone, among the sums, is the value before its ΦΠΑ.
+        r"(?:καθαρη\s*)?αξια|(?:συνολο\s*)?καθαρησ\s*αξιασ|καθαρο(?:\s*ποσο)?|υποσυνολο",
+        r"данъчна\s*основа|нето",
     ],
     "lines": [
         r"positionssumme",
@@ -318,6 +492,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"ust\.?",
         r"umsatzsteuer(?:betrag)?",
         r"mehrwertsteuer",
+        # The tax inside gross prices: "enthaltene MwSt.", "darin enthaltene USt."
+        r"(?:darin\s*)?enthaltene\s*(?:mwst|ust|umsatzsteuer|mehrwertsteuer)\.?",
+        r"impostos?",
         r"steuerbetrag(?:\s*in)?",
         r"steuer",
         r"tva",
@@ -339,6 +516,16 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:total\s*|sum\s*|summa\s*)?(?:mva|moms)(?:\s*-?\s*(?:belop[p]?|belob))?",
         r"merverdiavgift|mervardes\s*skatt",
         r"igv|itbis",
+        # "TVA total"; Hungarian "ÁFA összeg"; Turkish "Hesaplanan KDV"; Estonian
+        # "Käibemaks"; Finnish "Arvonlisävero"; Bulgarian "Начислен ДДС".
+        _TAX_TOTAL,
+        r"pdv|ddv|afa|pvm|pvn|kdv|φπα|ддс",
+        r"afa\s*(?:osszeg|ertek)\w*|hesaplanan\s*kdv|kaibemaks|arvonlisavero|vyse\s*dph",
+        r"(?:начислен|сума\s*на)\s*ддс",
+        r"(?:ποσο|αξια)\s*φπα",
+        # Russian "В т.ч. НДС", "В том числе НДС": the tax inside the total.
+        r"(?:в\s*т\.?\s*ч\.?|в\s*том\s*числе)\s*(?:ндс|пдв)",
+        r"ндс|пдв",
     ],
     "gross": [
         _with_tax(_WITH),
@@ -351,7 +538,7 @@ SUM_LABELS: dict[str, list[str]] = {
         r"montant\s*total(?:\s*t\.?t\.?c\.?)?",
         r"total\s*toutes\s*taxes\s*comprises",
         r"total(?:\s*\([a-z]{3}\)|\s*[a-z]{3})?",
-        r"gesamt\s*-?\s*(?:betrag|summe)(?:\s*brutto)?",
+        r"gesamt\s*-?\s*(?:betrag|summe)(?:\s*brutto)?|gesamt\s*brutto",
         r"bruttosumme",
         r"brutto\s*-?\s*(?:betrag|summe)?",
         r"rechnungs\s*-?\s*(?:betrag|summe|total)",
@@ -360,6 +547,8 @@ SUM_LABELS: dict[str, list[str]] = {
         r"summe(?:\s*brutto)?",
         r"totaal(?:\s*bedrag)?(?:\s*incl\.?\s*(?:btw)?)?",
         r"importe\s*total",
+        # Chile's and Latin America's "Monto total".
+        r"monto\s*total",
         r"invoice\s*amount",
         r"total\s*(?:de\s*(?:la\s*)?)?factura",
         r"totale(?:\s*(?:fattura|documento|complessivo))?",
@@ -378,6 +567,27 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:sum(?:ma)?|total[t]?|belop[p]?|belob)\s*(?:inkl|incl|med)\.?\s*(?:mva|moms)\.?",
         r"totalt|totalsum|totalbelop[p]?|i\s*alt",
         r"sum(?:ma)?",
+        # Romanian "Valoare totală", "Total general", "Total de plată"; Slovak "Spolu",
+        # "Celkom"; Hungarian "Végösszeg", "Összesen", "Bruttó összesen"; Croatian "Ukupno",
+        # "Sveukupno";
+        # Slovene "Skupaj"; Lithuanian "Iš viso"; Latvian "Kopā"; Estonian "Kokku", "Arve
+        # summa"; Turkish "Genel toplam", "Vergiler dahil toplam tutar"; Catalan "Import
+        # total"; Greek "Σύνολο", "Γενικό σύνολο"; Bulgarian "Общо", "Обща сума".
+        r"valoare(?:a)?\s*totala|total\s*general|total\s*(?:de\s*)?plata",
+        r"(?:spolu|celkom)(?:\s*k\s*uhrade)?|celkova\s*(?:suma|castka)|suma\s*celkom",
+        r"vegosszeg|(?:mindosszesen|osszesen)|brutto\s*(?:osszesen|ertek|osszeg|vegosszeg)",
+        r"szamla\s*(?:vegosszege|osszege)",
+        r"(?:sve)?ukupno(?:\s*(?:s|sa)\s*pdv\w*)?|skupaj(?:\s*z\s*ddv)?|znesek\s*z\s*ddv",
+        r"ukupan\s*iznos|(?:skupaj|ukupno)\s*za\s*(?:placilo|platiti|placanje)",
+        r"is\s*viso(?:\s*su\s*pvm)?|kopa(?:\s*(?:ar\s*pvn|apmaksai))?|kokku(?:\s*km\s*-?\s*ga)?",
+        r"arve\s*summa|bendra\s*suma(?:\s*su\s*pvm)?",
+        r"genel\s*toplam|(?:vergiler|kdv)\s*dahil\s*(?:toplam\s*)?(?:tutar\w*)?|toplam(?:\s*tutar)?",
+        r"import\s*total",
+        r"(?:γενικο\s*)?συνολο(?:\s*(?:τιμολογιου|πληρωμησ))?|συνολικη\s*αξια|τελικο\s*ποσο",
+        r"общо(?:\s*(?:сума|стоиност))?|обща\s*(?:сума|стоиност)|всичко",
+        # Russian "Итого", "Всего к оплате"; Ukrainian "Разом", "Всього до сплати".
+        r"итого(?:\s*к\s*оплате)?|всего(?:\s*к\s*оплате)?|разом(?:\s*до\s*сплати)?|"
+        r"всього(?:\s*до\s*сплати)?",
     ],
     "due": [
         r"amount\s*due",
@@ -397,13 +607,26 @@ SUM_LABELS: dict[str, list[str]] = {
         r"reste\s*a\s*payer",
         r"te\s*betalen(?:\s*bedrag)?",
         r"importe\s*a\s*pagar",
-        r"(?:total|valor|importe)\s*(?:total\s*)?a\s*pagar",
+        r"(?:total|valor|importe|montante)\s*(?:total\s*)?a\s*pagar",
         r"(?:totale\s*)?da\s*pagare",
         r"do\s*zaplaty",
         r"maksettava(?:\s*yhteensa)?",
         # Norwegian "(Beløp) å betale", Danish "At betale", Swedish "(Summa) att betala".
         r"(?:(?:sum(?:ma)?|belop[p]?|belob|totalt?)\s*)?(?:a|at|att)\s*betal[ea]",
         r"til\s*betaling",
+        # Romanian "Rest de plată" (its "Total de plată" is the total); Czech "K úhradě"; Hungarian
+        # "Fizetendő"; Croatian "Za platiti", "Za plaćanje"; Slovene "Za plačilo";
+        # Lithuanian "Mokėti"; Latvian "Summa apmaksai"; Estonian "Tasuda"; Finnish
+        # "Maksettava"; Turkish "Ödenecek tutar"; Greek "Πληρωτέο"; Bulgarian "Сума за
+        # плащане".
+        r"rest\s*(?:de\s*)?plata",
+        r"(?:(?:suma|castka)\s*)?(?:k|na)\s*uhrad[eu]",
+        r"fizetendo(?:\s*(?:osszeg|vegosszeg|osszesen))?",
+        r"za\s*(?:platiti|placanje|placilo)",
+        r"(?:is\s*viso\s*)?moketi|(?:summa\s*)?apmaksai|tasuda|(?:kokku\s*)?tasumisele",
+        r"odenecek\s*(?:tutar|toplam)\w*",
+        r"πληρωτεο(?:\s*ποσο)?|ποσο\s*πληρωμησ",
+        r"(?:сума\s*)?за\s*плащане",
     ],
     # Charges and discounts between the net and the total: net + tax + charges -
     # discounts = gross.
@@ -438,6 +661,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"desconto",
         r"rabais",
         r"rabat\w*",
+        r"reducere|sleva|zlava|kedvezmeny|popust|iskonto|nuolale|atlaide|allahindlus|"
+        r"alennus|descompte|εκπτωση|отстъпка",
+        r"toplam\s*iskonto",
     ],
     # Taxes withheld by the buyer, taken off the total: Mexico's "ISR retenido", Spain's
     # "Retención IRPF", Italy's "Ritenuta d'acconto", Portugal's "Retenção na fonte",
@@ -451,6 +677,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"ritenuta(?:\s*d'?\s*acconto)?",
         r"retenue\s*a\s*la\s*source",
         r"quellensteuer",
+        # Greek "Παρακράτηση φόρου", "Παρακρατήθηκε φόρος"; Turkish "Tevkifat".
+        r"παρακρατ\w*(?:\s*φορου?σ?)?|φοροσ\s*παρακρατησησ",
+        r"(?:kdv\s*)?tevkifat\w*",
     ],
     "-sum": [
         # A tax's base, not a sum: "Base de cálculo do ICMS", "Base imponible" stays a net.
@@ -486,6 +715,12 @@ SUM_LABELS: dict[str, list[str]] = {
         r"visa|mastercard|amex|maestro",
         r"tip|gratuity|trinkgeld|pourboire|propina|mancia|fooi",
         r"rueckgeld|ruckgeld|wechselgeld|rendu|monnaie\s*rendue|cambio|resto|wisselgeld",
+        # A tax's base beside its rate: Romanian "Bază (de) calcul"; what was paid: Romanian
+        # "Sumă plătită", "Avans", Czech "Zaplaceno záloha", Hungarian "Fizetve", Turkish
+        # "Ödenen"; a rounding: "Rotunjire", "Zaokrouhlení", "Kerekítés", "Yuvarlama".
+        r"baza\s*(?:de\s*)?calcul",
+        r"suma\s*platita|avans\w*|zaloha|uhrazeno|fizetve|odenen|placeno|placano",
+        r"rotunjire|zaokrouhleni|kerekites|zaokruzivanje|yuvarlama|στρογγυλοποιηση",
     ],
 }
 
@@ -508,6 +743,7 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"biller",
         r"issuer",
         r"aussteller",
+        r"auftragnehmer",
         r"prestataire",
         r"emittente",
         r"prodejce",
@@ -539,6 +775,25 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         # A payment slip's payee, under its account: "Compte / Payable à", "Konto /
         # Zahlbar an", "Account / Payable to".
         r"(?:(?:compte|conto|konto|account)\s*/\s*)?(?:payable\s*(?:a|to)|pagabile\s*a|zahlbar\s*an)",
+        # Romanian "Furnizor", "Vânzător", "Prestator"; Czech "Prodávající"; Slovak
+        # "Predávajúci"; Hungarian "Eladó", "Szállító", "Kibocsátó"; Croatian "Prodavatelj",
+        # "Izdavatelj", "Dobavljač"; Slovene "Prodajalec", "Izdajatelj", "Dobavitelj";
+        # Lithuanian "Pardavėjas", "Tiekėjas"; Latvian "Pārdevējs", "Piegādātājs"; Estonian
+        # "Müüja"; Finnish "Laskuttaja", "Toimittaja"; Turkish "Satıcı"; Catalan
+        # "Proveïdor", "Venedor", "Emissor"; Greek "Εκδότης", "Προμηθευτής", "Πωλητής",
+        # "Στοιχεία εκδότη"; Bulgarian "Доставчик", "Продавач", "Издател".
+        r"furnizor(?:ul)?|vanzator(?:ul)?|prestator(?:ul)?",
+        r"prodavajici|predavajuci",
+        r"elado|szallito|kibocsato|szamlakibocsato",
+        r"prodavatelj|izdavatelj|dobavljac|prodajalec|izdajatelj|dobavitelj|izdavalac",
+        r"pardavejas|tiekejas|pardevejs|piegadatajs|muuja",
+        r"laskuttaja|toimittaja",
+        r"satici(?:\s*bilgileri)?",
+        r"proveidor|venedor|emissor",
+        r"(?:στοιχεια\s*)?(?:εκδοτη|εκδοτησ|προμηθευτη|προμηθευτησ|πωλητη|πωλητησ)",
+        r"доставчик|продавач|издател|изпълнител",
+        # Russian "Поставщик", "Продавец", "Исполнитель"; Ukrainian "Постачальник".
+        r"поставщик|продавец|исполнитель|постачальник|продавець|виконавець",
     ],
     "buyer": [
         r"(?:customer|client|buyer)\s*name",
@@ -563,6 +818,7 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"ostaja",
         r"kaufer(?:\s*/\s*leistungsempfanger)?",
         r"rechnungsempfanger",
+        r"auftraggeber",
         r"leistungsempfanger",
         r"rechnungsadresse",
         r"kunde",
@@ -600,12 +856,31 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"(?:klant|kunden)\s*-?\s*(?:gegevens|daten)",
         r"sr(?:es|a)?\.?\s*\(\s*(?:s|es)\s*\)",  # "Sr.(s):", "Sres.(es)", letters to one or more
         r"senor(?:es|a)?",
+        # Portuguese "Exmo.(s) Sr.(s)", "Exmos. Senhores".
+        r"exm[oa]s?\.?(?:\s*\(s\))?\s*(?:sr|senhor)\w*\.?(?:\s*\(s\))?",
         r"spett\.?\s*le",
         r"spettabile",
         # A payment slip's payer: "Payable par", "Pagabile da", "Zahlbar durch".
         r"payable\s*par|pagabile\s*da|zahlbar\s*durch",
         r"titulaire(?:\s*du\s*compte)?",
         r"account\s*holder",
+        # Romanian "Cumpărător", "Beneficiar"; Slovak "Odberateľ", "Kupujúci"; Hungarian
+        # "Vevő", "Megrendelő", "Vásárló"; Croatian "Kupac", "Naručitelj"; Slovene "Kupec",
+        # "Naročnik", "Prejemnik"; Lithuanian "Pirkėjas"; Latvian "Pircējs", "Saņēmējs";
+        # Estonian "Ostja", "Maksja"; Finnish "Asiakas", "Laskun saaja"; Turkish "Alıcı",
+        # "Müşteri", "Sayın"; Catalan "Client"; Greek "Πελάτης", "Αγοραστής", "Στοιχεία
+        # πελάτη"; Bulgarian "Получател", "Купувач", "Клиент".
+        r"cumparator(?:ul)?|beneficiar(?:ul)?",
+        r"kupujuci",
+        r"vevo|megrendelo|vasarlo",
+        r"kupac|narucitelj|narucilac|kupec|narocnik|prejemnik",
+        r"pirkejas|pircejs|sanemejs|ostja|maksja",
+        r"asiakas|laskun\s*saaja",
+        r"alici(?:\s*bilgileri)?|musteri(?:\s*bilgileri)?|sayin",
+        r"(?:στοιχεια\s*)?(?:πελατη|πελατησ|αγοραστη|αγοραστησ|λημπτη|ληπτη)",
+        r"получател|купувач|клиент|възложител",
+        # Russian "Покупатель", "Заказчик", "Плательщик"; Ukrainian "Покупець", "Замовник".
+        r"покупатель|заказчик|плательщик|покупець|замовник|платник",
     ],
     "other": [
         r"ship\s*to",
@@ -624,6 +899,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"bemerkung\w*",
         r"remit\s*to",
         r"payee",
+        r"adresa\s*(?:de\s*)?livrare|dodaci\s*adresa|szallitasi\s*cim|teslimat\s*adresi",
+        r"τοποσ\s*παραδοσησ|адрес\s*(?:за|на)\s*доставка",
     ],
 }
 
@@ -641,6 +918,22 @@ NAME_LABELS = [
     r"denominacion(?:\s*social)?",
     r"naam",
     r"nombre",
+    # Romanian "Nume", "Denumire"; Czech "Název", "Obchodní jméno"; Slovak "Názov",
+    # "Obchodné meno"; Hungarian "Név", "Cégnév"; Croatian, Slovene "Naziv", "Ime";
+    # Lithuanian, Latvian "Pavadinimas", "Nosaukums"; Estonian, Finnish "Nimi"; Turkish
+    # "Unvan", "Ünvanı", "Adı Soyadı"; Catalan "Raó social"; Greek "Επωνυμία",
+    # "Ονοματεπώνυμο"; Bulgarian "Наименование", "Име". Words that also head an item
+    # table's column of descriptions ("Denumire", "Naziv", "Název", "Pavadinimas",
+    # "Nosaukums", "Наименование") name a party only with their colon.
+    r"nume|(?:denumire(?:a)?|nazev|nazov|naziv|pavadinimas|nosaukums|наименование)(?=\s*:)",
+    r"obchodni\s*jmeno|obchodne\s*meno",
+    r"nev|cegnev",
+    r"ime",
+    r"nimi",
+    r"unvan(?:i)?|ad(?:i)?\s*soyad(?:i)?",
+    r"rao\s*social",
+    r"επωνυμια|ονοματεπωνυμο|ονομα",
+    r"име",
 ]
 
 # "Attention: John Doe" in a buyer's block: the person it is addressed to, its name when
@@ -662,14 +955,26 @@ NO_VAT = re.compile(
     r"exent[oa]\s+de\s+iva|iva\s+no\s+aplicable|esente\s+iva|regime\s+forfettario|"
     r"isent[oa]\s+de\s+iva|iva\s+isento|zwolnion\w*\s+z\s+(?:podatku\s+)?vat|"
     r"fritatt\s+(?:for\s+)?mva|ikke\s+mva\s*-?\s*pliktig|momsfri|fritaget\s+for\s+moms|"
-    r"undantag\w*\s+fran\s+(?:skatteplikt|moms)"
+    r"undantag\w*\s+fran\s+(?:skatteplikt|moms)|"
+    # Czech "neplátce DPH", Romanian "neplătitor de TVA", Hungarian "alanyi adómentes",
+    # Croatian "nije u sustavu PDV-a", Slovene "ni zavezanec za DDV", Greek "απαλλάσσεται
+    # του ΦΠΑ", Bulgarian "не е регистриран по ДДС".
+    r"neplatce\s+dph|neplatitor\s+de\s+tva|alanyi\s+adomentes|nije\s+u\s+sustavu\s+pdv|"
+    r"ni\s+zavezanec\s+za\s+ddv|απαλλασσ\w*\s+(?:του\s+|απο\s+)?φπα|"
+    r"не\s+е\s+регистриран\s+по\s+ддс"
 )
 
 # Invoice titles: the word, alone or ending a compound ("Handelsrechnung").
 TITLE = re.compile(
     r"^(?:[a-z]*rechnung|tax\s*invoice|invoice|facture|factuur|factura|fattura|faktura|fatura|lasku|"
     r"receipt|recibo|ricevuta|kvittering|kvitto|quittung|"
-    r"credit\s*note|gutschrift|avoir|creditnota|nota\s*de\s*credito)" + _END
+    r"credit\s*note|gutschrift|avoir|creditnota|nota\s*de\s*credito|"
+    # Hungarian "Számla", Croatian and Slovene "Račun", Lithuanian "Sąskaita faktūra",
+    # Latvian "Rēķins", Estonian "Arve", Greek "Τιμολόγιο", "Απόδειξη", Bulgarian
+    # "Фактура".
+    r"szamla|racun|(?:pvm\s*)?saskaita(?:\s*-?\s*faktura)?|rekins|arve|τιμολογιο|αποδειξη|фактура|"
+    # Turkey's electronic invoices ("e-Fatura", "e-Arşiv Fatura"), Russia's "Счёт-фактура".
+    r"e\s*-?\s*(?:arsiv\s*)?fatura|счет(?:\s*-?\s*фактура)?)" + _END
 )
 
 TAX_ID = re.compile(
@@ -677,7 +982,18 @@ TAX_ID = re.compile(
     r"cuit|cuil|ruc|rfc|nit|cnpj|cpf|nip|regon|ico|dic|mva)\b|"
     r"steuer-?nr|steuernummer|ust-?id|handelsregister|hrb|iban|bic\b|"
     r"geschaftsfuhr|registergericht|amtsgericht|kvk|rpr|rcs|p\.iva|partita|"
-    r"org\.?\s*-?\s*nr|organisa(?:sjons|tions)\s*-?\s*n(?:umme)?r|foretaksregister|cvr\b|nipc)",
+    r"org\.?\s*-?\s*nr|organisa(?:sjons|tions)\s*-?\s*n(?:umme)?r|foretaksregister|cvr\b|nipc|"
+    # Romanian "CUI", "Cod fiscal", "Nr. Reg. Com.", "Identificator(ul) TVA"; Slovak "IČ
+    # DPH"; Hungarian "Adószám"; Croatian "OIB"; Slovene "Davčna številka"; Lithuanian
+    # "PVM kodas"; Latvian "PVN reģ. nr."; Estonian "KMKR", "Registrikood"; Finnish
+    # "Y-tunnus"; Turkish "VKN", "Vergi dairesi"; Greek "ΑΦΜ", "ΔΟΥ", "ΓΕΜΗ"; Bulgarian
+    # "ЕИК", "Булстат", "ИН по ДДС".
+    r"\b(?:cui|oib|vkn|tckn|kmkr|αφμ|δου|γεμη|еик|булстат)\b|cod\s*fiscal|"
+    r"nr\.?\s*reg\.?\s*com|identificator\w*\s*(?:tva|fiscal)|ic\s*dph|adoszam|"
+    r"davcna\s*stevilka|pvm\s*(?:moketojo\s*)?kodas|pvn\s*reg|registrikood|y\s*-?\s*tunnus|"
+    r"vergi\s*(?:dairesi|no|numarasi|kimlik)|ин\s*по\s*ддс|α\.φ\.μ|δ\.ο\.υ|"
+    # Russia's "ИНН", "КПП", "ОГРН"; Ukraine's "ЄДРПОУ", "ІПН".
+    r"\b(?:инн|кпп|огрн|єдрпоу|іпн)\b)",
 )
 SALUTATION = re.compile(
     r"^(?:herrn?|frau|mr\.?|mrs\.?|ms\.?|mme\.?|m\.|mevr\.?|dhr\.?|sr\.?|sra\.?)$"

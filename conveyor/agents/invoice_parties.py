@@ -141,20 +141,68 @@ def _beside(cells: Sequence[Cell], heading: Cell) -> str:
     return text
 
 
+def _centre(cell: Cell) -> float:
+    return (cell.x0 + cell.x1) / 2
+
+
+def _centred(sheet: Sheet, index: int, heading: Cell) -> bool:
+    """Whether a heading is centred over its box rather than set at its left edge: the
+    first lines under it (up to three, before a gap) have cells, none of which begins in
+    line with the heading, and some begin further left than its own start."""
+    start = sheet.lines[index]
+    bottom = start.y1
+    seen = False
+    for line in sheet.lines[index + 1 : index + 4]:
+        if line.page != start.page or line.y0 - bottom > 2.8 * max(start.height, 8.0):
+            break
+        if any(abs(c.x0 - heading.x0) <= 12 for c in line.cells):
+            return False
+        seen = seen or any(c.x0 < heading.x0 - 12 for c in line.cells)
+        bottom = line.y1
+    return seen
+
+
+def _span(sheet: Sheet, block: Block) -> tuple[float, float, bool]:
+    """Where a block's cells begin and end across the page, and whether a cell is placed
+    by its centre (under a centred heading) rather than by its start.
+
+    Blocks side by side ("BILL TO | SHIP TO") divide the line between them. A heading set
+    at its block's left edge owns the cells that begin from its own start to where the
+    next block begins. A heading centred over its box ("VÂNZĂTOR" over "Nume | S.C. ...")
+    owns the cells whose centre is nearer its centre than any other heading's on its
+    line: its box reaches left of the heading, as far as half-way to its neighbour."""
+    start = sheet.lines[block.line]
+    beside = [c for c in start.cells if c is not block.cell and party_heading(c.text)]
+    right = [c for c in beside if c.x0 > block.cell.x1]
+    left = [c for c in beside if c.x1 < block.cell.x0]
+
+    def begins(cell: Cell) -> float:
+        # where the block under a heading to the right begins
+        if _centred(sheet, block.line, cell):
+            return (_centre(cell) + _centre(block.cell)) / 2
+        return cell.x0 - 4
+
+    if beside and _centred(sheet, block.line, block.cell):
+        mid = _centre(block.cell)
+        lo = max([(_centre(c) + mid) / 2 for c in left], default=mid - 260)
+        hi = min([(_centre(c) + mid) / 2 for c in right], default=mid + 260)
+        return lo, hi, True
+    return block.cell.x0 - 12, min([block.cell.x0 + 260, *map(begins, right)]), False
+
+
 def _block_lines(sheet: Sheet, block: Block) -> list[tuple[int, Cell]]:
     """The cells under a heading, in its column, until a gap or another heading."""
     out: list[tuple[int, Cell]] = []
     start = sheet.lines[block.line]
     bottom = start.y1
-    # Blocks side by side ("BILL TO | SHIP TO"): a block ends where the next one begins.
-    right = [c.x0 for c in start.cells if c.x0 > block.cell.x1 and party_heading(c.text)]
-    edge = min([block.cell.x0 + 260, *[x - 4 for x in right]])
+    lo, edge, by_centre = _span(sheet, block)
+    right = [c for c in start.cells if c.x0 > block.cell.x1 and party_heading(c.text)]
     right_aligned = not right and block.cell.x1 > sheet.page_width(start.page) * 0.6
     for j in range(block.line + 1, min(len(sheet.lines), block.line + 14)):
         line = sheet.lines[j]
         if line.page != start.page or line.y0 - bottom > 2.8 * max(start.height, 8.0):
             break
-        cells = [c for c in line.cells if c.x0 >= block.cell.x0 - 12 and c.x0 < edge]
+        cells = [c for c in line.cells if lo <= (_centre(c) if by_centre else c.x0) < edge]
         if not cells and right_aligned:
             # a block set flush right under its heading: its lines end where the heading does
             cells = [c for c in line.cells if abs(c.x1 - block.cell.x1) < 12]
@@ -394,15 +442,59 @@ def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
 
 
 def _not_a_label(party: Party) -> Party:
-    """A name that is all a heading or a title ("Bill To", "Invoice", "Provider") was read
-    from the wrong line: it is no name."""
+    """A name that is all a heading or a title ("Bill To", "Invoice", "Provider"), or a
+    label ending with its colon ("(Gazette 1163/1997):"), was read from the wrong line: it
+    is no name."""
     if not party.name:
         return party
     folded = fold(party.name.strip(" :"))
     heading = party_heading(folded)
-    if (heading and heading[1] >= len(folded)) or TITLE.match(folded) or not_a_name(party.name):
+    label = party.name.rstrip().endswith(":")
+    if (heading and heading[1] >= len(folded)) or TITLE.match(folded) or label:
         return Party(address=party.address, tax_id=party.tax_id)
-    return party
+    return Party(address=party.address, tax_id=party.tax_id) if not_a_name(party.name) else party
+
+
+def _title_line(sheet: Sheet) -> int | None:
+    """The line of the document's title: a cell that is its title word alone, or with a
+    number ("ΤΙΜΟΛΟΓΙΟ", "INVOICE #12"), not a field's label ("Invoice date:")."""
+    for i, line in enumerate(sheet.lines):
+        for cell in line.cells:
+            folded = fold(cell.text.strip())
+            match = TITLE.match(folded)
+            if match and not re.search(r"[^\W\d_]{3}|:", folded[match.end() :]):
+                return i
+    return None
+
+
+def _labelled_under_title(sheet: Sheet, taken: set[Cell], vendor: str | None) -> Party:
+    """A name's label with its value a few lines under the document's title, in no block
+    under a heading ("INVOICE 7" over "Name: Harbour Foods Ltd", a Greek invoice's
+    "Επωνυμία:"): read when nothing else names the buyer, since a seller's name is its
+    letterhead, printed above the title."""
+    title = _title_line(sheet)
+    if title is None:
+        return Party()
+    page = sheet.lines[title].page
+    for line in sheet.lines[title + 1 : title + 8]:
+        if line.page != page:
+            break
+        for k, cell in enumerate(line.cells):
+            end = name_label(cell.text)
+            rest = cell.text[end:].strip() if end is not None else ""
+            if cell in taken or not rest.startswith(":"):
+                continue
+            value = rest[1:].strip() or (
+                line.cells[k + 1].text.strip() if k + 1 < len(line.cells) else ""
+            )
+            if (
+                value
+                and not LABELLED.match(value)
+                and not not_a_name(value)
+                and fold(value) != fold(vendor or "")
+            ):
+                return Party(value, FAIR)
+    return Party()
 
 
 def parties(sheet: Sheet) -> tuple[Party, Party]:
@@ -432,6 +524,9 @@ def parties(sheet: Sheet) -> tuple[Party, Party]:
         customer = _not_a_label(buyer_by_address(sheet, vendor.name))
     if customer.name is None:
         customer = _not_a_label(buyer_by_name_alone(sheet, vendor.name))
+    if customer.name is None:
+        taken = {cell for block in blocks for _, cell in _block_lines(sheet, block)}
+        customer = _not_a_label(_labelled_under_title(sheet, taken, vendor.name))
     if vendor.tax_id is None and vendor.name:
         # The first VAT id of the pages outside the buyer's and the delivery blocks: a
         # buyer's "VAT No." under its heading is no seller's. The cells are chosen by

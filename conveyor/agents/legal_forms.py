@@ -7,6 +7,9 @@ Two forms of the same words:
   contract reader asks it of a name's last word ("Acme Holdings, Inc.").
 """
 
+# Greek and Cyrillic letters are the forms' own, not look-alikes of Latin ones.
+# ruff: noqa: RUF001, RUF003
+
 from __future__ import annotations
 
 import re
@@ -85,6 +88,45 @@ _FORMS = (
     r"aps",
     r"kft",
     r"sp\.\s*z\s*o\.\s*o\.",
+    # Romania: "S.C." before a name, "P.F.A.", "I.I."
+    r"s\.c\.",
+    r"p\.?f\.?a\.?",
+    r"i\.i\.",
+    # Czech Republic and Slovakia: "spol. s r.o.", "v.o.s.", "k.s."; Slovenia and Croatia:
+    # "d.d.", "j.d.o.o.", "d.n.o.", "k.d.", "s.p."
+    r"spol\.\s*s\s*r\.\s*o\.",
+    r"v\.\s?o\.\s?s\.",
+    r"k\.\s?s\.",
+    r"d\.\s?d\.",
+    r"j\.\s?d\.\s?o\.\s?o\.",
+    r"d\.\s?n\.\s?o\.",
+    r"k\.\s?d\.",
+    r"s\.\s?p\.",
+    # Hungary: "Zrt.", "Nyrt.", "Bt.", "Kkt."
+    r"zrt\.?",
+    r"nyrt\.?",
+    r"bt\.",
+    r"kkt\.?",
+    # The Baltic states: "UAB", "SIA", "OÜ", "MTÜ"; Finland "Tmi"
+    r"uab",
+    r"sia",
+    r"oü",
+    r"mtü",
+    r"tmi",
+    # Turkey: "A.Ş.", "Ltd. Şti."
+    r"a\.\s?ş\.",
+    r"(?:ltd\.?\s*)?şti\.?",
+    # Greece: "Α.Ε.", "Ε.Π.Ε.", "Ο.Ε.", "Ε.Ε.", "Ι.Κ.Ε."
+    r"α\.?\s?ε\.?",
+    r"ε\.?\s?π\.?\s?ε\.?",
+    r"ο\.\s?ε\.",
+    r"ε\.\s?ε\.",
+    r"μ?\.?ι\.?\s?κ\.?\s?ε\.?",
+    # Bulgaria (and the Cyrillic forms of its neighbours): "ЕООД", "ООД", "ЕАД", "АД", "ЕТ"
+    r"е?оод",
+    r"е?ад",
+    r"ет",
+    r"ооо",
 )
 _ANY = "|".join(_FORMS)
 

@@ -165,9 +165,15 @@ def currencies_in(text: str) -> Counter[str]:
 
 # Month names in the languages invoices come in, read by dateparser (its locale data
 # knows "juillet", "März", "mei", "settembre", "Sept.", "março", "października", "mai",
-# "maj" ...), once per distinct word: English, German, French, Dutch, Spanish, Italian,
-# Portuguese, Polish, Norwegian, Danish, Swedish.
-LANGUAGES = ["en", "de", "fr", "nl", "es", "it", "pt", "pl", "nb", "da", "sv"]
+# "maj", "martie", "března", "március", "ožujka", "Μαρτίου", "kovo" ...), once per distinct
+# word: English, German, French, Dutch, Spanish, Italian, Portuguese, Polish, Norwegian,
+# Danish, Swedish, Romanian, Czech, Slovak, Hungarian, Croatian, Slovene, Bulgarian,
+# Finnish, Turkish, Catalan, Greek, Estonian, Lithuanian, Latvian, Russian, Ukrainian.
+LANGUAGES = [
+    "en", "de", "fr", "nl", "es", "it", "pt", "pl", "nb", "da", "sv",
+    "ro", "cs", "sk", "hu", "hr", "sl", "bg", "fi", "tr", "ca", "el", "et", "lt", "lv",
+    "ru", "uk",
+]  # fmt: skip
 _MONTH = r"(?P<mon>[^\W\d_]{3,12})\.?"
 DATE_PATTERNS = (
     # ISO 8601, alone or with its time ("2017-07-05T09:09:23").
@@ -190,18 +196,33 @@ DATE_PATTERNS = (
     ("mdy", re.compile(rf"\b{_MONTH}[-/](?P<d>\d{{1,2}})[-/](?P<y>\d{{4}})\b")),
     # Day, month, year with what languages put between them: an ordinal mark ("1er",
     # "1°", "3rd"), English "of" and Spanish "de"/"del" ("1 de mayo de 2025", "3rd of
-    # March 2024"), slashes ("5/Mar/2024"), a dot and no space ("15.januar 2024").
+    # March 2024"), slashes ("5/Mar/2024"), a dot and no space ("15.januar 2024"), and
+    # Catalan's "de" elided before a vowel ("6 d'abril de 2024").
     (
         "dmy",
         re.compile(
             rf"\b(?P<d>\d{{1,2}})(?:\.(?=[^\W\d_])|(?:\.|er|st|nd|rd|th|°|º)?(?:[\s/-]+(?:del?|of))?"
-            rf"[\s/-]+){_MONTH},?(?:[\s-]+del?)?[\s/-]+(?P<y>\d{{4}})\b"
+            rf"[\s/-]+)(?:d['\u2019])?{_MONTH},?(?:[\s-]+del?)?[\s/-]+(?P<y>\d{{4}})\b"
         ),
     ),
     # "04 Mar 24", "05-MAR-24": a month's name and a two-digit year.
     (
         "dmy",
         re.compile(r"\b(?P<d>\d{1,2})([\s/-])(?P<mon>[^\W\d_]{3,9})\.?\2(?P<y>\d{2})(?![\d.,:])"),
+    ),
+    # Year first with a month's name: Hungarian "2024. március 15." / "2024. márc. 15.",
+    # Lithuanian "2024 m. kovo 15 d.".
+    (
+        "ymd",
+        re.compile(
+            rf"\b(?P<y>\d{{4}})(?:\.|\s*m\.)?\s+{_MONTH}\s+(?P<d>\d{{1,2}})(?![\d.,]\d)"
+            r"(?:\.|\s*d\.)?"
+        ),
+    ),
+    # Latvian: the year, "gada" (of the year), the day and the month: "2024. gada 12. martā".
+    (
+        "ydm",
+        re.compile(rf"\b(?P<y>\d{{4}})\.?\s*(?:gada|g\.)\s*(?P<d>\d{{1,2}})\.\s*{_MONTH}"),
     ),
 )
 
@@ -218,6 +239,10 @@ def month_number(word: str) -> int | None:
         languages=LANGUAGES,
         settings={"STRICT_PARSING": True, "REQUIRE_PARTS": ["day", "month", "year"]},
     )
+    if parsed is None and word[-1] in "āī":
+        # Latvian dates name the month in the locative ("martā", "februārī"), which
+        # dateparser does not know: its nominative ("marts", "februāris").
+        return month_number(word[:-1] + ("s" if word[-1] == "ā" else "is"))
     return parsed.month if parsed is not None and parsed.year == 2001 else None
 
 
@@ -262,7 +287,9 @@ def dates_in(line: str) -> list[DateToken]:
             else:
                 month = month_number(g["mon"].lower())
                 year = int(g["y"]) + (2000 if len(g["y"]) == 2 else 0)
-                if month:
+                # A month's abbreviation is a word of other kinds too (Czech "led", Polish
+                # "sie"): "2 LED 1200 lm" is a lamp, no date of the year 1200.
+                if month and 1900 <= year < 2100:
                     token = DateToken(match.group(0), _make(year, month, int(g["d"])))
             if token is not None and (token.date or token.both):
                 found.append((match.start(), token))
