@@ -17,16 +17,9 @@ import pytest
 
 from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_columns import TABLE_END, column_kind
-from conveyor.agents.invoice_labels import (
-    NO_VAT,
-    TAX_ID,
-    TITLE,
-    field_label,
-    fold,
-    name_label,
-    party_heading,
-    sum_label,
-)
+from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
+from conveyor.agents.invoice_party_labels import TAX_ID, name_label, party_heading
+from conveyor.agents.invoice_sum_labels import NO_VAT
 from conveyor.agents.legal_forms import name_forms
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import dates_in, month_number

@@ -422,7 +422,8 @@ def test_dots_that_only_group_thousands_make_a_decimal_comma_document() -> None:
 
 
 def test_more_party_headings_and_labels() -> None:
-    from conveyor.agents.invoice_labels import TITLE, party_heading
+    from conveyor.agents.invoice_labels import TITLE
+    from conveyor.agents.invoice_party_labels import party_heading
 
     assert party_heading("Provider") == ("seller", 8)
     assert party_heading("Aussteller") == ("seller", 10)
@@ -715,7 +716,7 @@ def test_a_row_that_does_not_multiply_out_keeps_its_quantity_and_price_columns()
 
 def test_polish_and_finnish_labels_a_spaced_series_number_and_a_reference() -> None:
     from conveyor.agents.invoice_fields import _token
-    from conveyor.agents.invoice_labels import party_heading
+    from conveyor.agents.invoice_party_labels import party_heading
 
     assert _token("FV 7/2021") == "FV 7/2021" and _token("A-17 vom 1.2.2026") == "A-17"
     for text, kind in {
@@ -1058,7 +1059,7 @@ def test_pay_before_and_payment_date_labels_are_due_dates() -> None:
 
 def test_buyer_headings_an_invoice_to_in_any_language_and_dotted_quantity_headers() -> None:
     from conveyor.agents.invoice_columns import column_kind
-    from conveyor.agents.invoice_labels import party_heading
+    from conveyor.agents.invoice_party_labels import party_heading
 
     for text in ("An", "Aan:", "Rechnung an", "Factuur aan", "Fatturare a", "Datos del cliente"):
         assert party_heading(text) == ("buyer", len(text.rstrip(":"))), text
@@ -1216,7 +1217,7 @@ def test_a_table_over_two_pages_keeps_its_footer_and_page_numbers_out_of_the_row
 
 
 def test_a_customer_number_label_is_no_buyer_heading() -> None:
-    from conveyor.agents.invoice_labels import party_heading
+    from conveyor.agents.invoice_party_labels import party_heading
     from conveyor.agents.invoice_rules import _BILL_TO
 
     for text in ("Customer No.: C-1797", "Kunden-Nr.", "N° client", "Client ID 44"):

@@ -6,15 +6,9 @@ from __future__ import annotations
 import datetime
 from decimal import Decimal
 
-from conveyor.agents.invoice_labels import (
-    NO_VAT,
-    TAX_ID,
-    TITLE,
-    field_label,
-    fold,
-    party_heading,
-    sum_label,
-)
+from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
+from conveyor.agents.invoice_party_labels import TAX_ID, party_heading
+from conveyor.agents.invoice_sum_labels import NO_VAT
 from conveyor.agents.values import NumberStyle, cell_amount, dates_in, month_number
 from tests.snippets import extraction
 

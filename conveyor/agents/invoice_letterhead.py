@@ -8,15 +8,7 @@ from __future__ import annotations
 import re
 
 from conveyor.agents.invoice_columns import TABLE_END
-from conveyor.agents.invoice_labels import (
-    SALUTATION,
-    TAX_ID,
-    TITLE,
-    field_label,
-    fold,
-    party_heading,
-    sum_label,
-)
+from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_marks import (
     ADDRESS,
     CARE_OF,
@@ -33,6 +25,7 @@ from conveyor.agents.invoice_marks import (
     not_a_name,
     segments,
 )
+from conveyor.agents.invoice_party_labels import SALUTATION, TAX_ID, party_heading
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.legal_forms import LEGAL_FORM, name_forms
 from conveyor.documents.layout import Cell

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from conveyor.agents.bank_codes import is_iban
-from conveyor.agents.invoice_labels import TAX_ID
+from conveyor.agents.invoice_party_labels import TAX_ID
 from conveyor.agents.legal_forms import LEGAL_FORM
 from conveyor.agents.values import dates_in
 from conveyor.documents.layout import Cell

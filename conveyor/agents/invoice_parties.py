@@ -1,7 +1,7 @@
 """The seller and the buyer, found by evidence rather than by drawing order.
 
-First by their headings ("Verkäufer", "Bill to", "Facturé à", ...: invoice_labels) and
-a "Name:" label inside the block; failing that, by what marks a business on a page: a
+First by their headings ("Verkäufer", "Bill to", "Facturé à", ...: invoice_party_labels)
+and a "Name:" label inside the block; failing that, by what marks a business on a page: a
 legal form (GmbH, Ltd, SARL, B.V., S.p.A., Inc, ...), a letterhead at the top of the
 first page or a sender line above the address window, the same name again in the
 footer next to tax ids and bank details. The buyer without a heading is the address
@@ -15,17 +15,7 @@ import re
 from collections.abc import Sequence
 
 from conveyor.agents.bank_codes import is_iban
-from conveyor.agents.invoice_labels import (
-    ATTENTION,
-    SALUTATION,
-    TAX_ID,
-    TITLE,
-    field_label,
-    fold,
-    name_label,
-    party_heading,
-    sum_label,
-)
+from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_letterhead import (
     buyer_by_address,
     buyer_by_evidence,
@@ -44,6 +34,13 @@ from conveyor.agents.invoice_marks import (
     Block,
     Party,
     not_a_name,
+)
+from conveyor.agents.invoice_party_labels import (
+    ATTENTION,
+    SALUTATION,
+    TAX_ID,
+    name_label,
+    party_heading,
 )
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.legal_forms import LEGAL_FORM, name_forms

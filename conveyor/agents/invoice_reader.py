@@ -3,9 +3,9 @@ or below them, the parties by evidence, the items by column, the sums by arithme
 
     read_invoice_layout(text) -> (Invoice, per-field confidences)
 
-The pieces: invoice_sheet (lines and cells), invoice_labels and invoice_columns (the
-vocabulary), invoice_fields (number, dates, currency), invoice_parties, invoice_table,
-invoice_sums.
+The pieces: invoice_sheet (lines and cells), invoice_labels, invoice_sum_labels,
+invoice_party_labels and invoice_columns (the vocabulary), invoice_fields (number, dates,
+currency), invoice_parties, invoice_table, invoice_sums.
 The number style is tried in each candidate (values.number_styles) and the reading whose
 cross-checks fail least wins.
 """

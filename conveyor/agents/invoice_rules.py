@@ -22,8 +22,9 @@ from decimal import Decimal
 from itertools import combinations
 
 from conveyor.agents.date_order import slash_date_order
-from conveyor.agents.invoice_labels import fold, party_heading
+from conveyor.agents.invoice_labels import fold
 from conveyor.agents.invoice_marks import not_a_name
+from conveyor.agents.invoice_party_labels import party_heading
 from conveyor.agents.values import (
     NumberStyle,
     amounts_in,

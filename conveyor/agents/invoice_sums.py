@@ -1,7 +1,7 @@
 """The net, tax and gross totals: every labelled amount is a candidate, and the
 combination that adds up wins.
 
-Candidates come from sum labels (invoice_labels.SUM_LABELS) with the amounts to their
+Candidates come from sum labels (invoice_sum_labels.SUM_LABELS) with the amounts to their
 right (the first and the last before the next label: "Umsatzsteuer (S) | 16,90 | 7 |
 1,18" offers the base and the tax) or below them. A combination net + tax = gross, and
 the line items summing to the net, are evidence worth more than any one label; an
@@ -17,8 +17,9 @@ from decimal import Decimal
 from functools import lru_cache
 from itertools import product
 
-from conveyor.agents.invoice_labels import NO_VAT, fold, sum_label
+from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_sheet import BELOW_LINES, Sheet, Spot
+from conveyor.agents.invoice_sum_labels import NO_VAT
 from conveyor.agents.invoice_table import find_header
 from conveyor.agents.values import cell_amounts, currency_of
 from conveyor.documents.layout import Cell, Line

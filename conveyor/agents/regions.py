@@ -4,11 +4,12 @@
     excerpt = excerpt_of(text, found.values())     # a DocumentText of those lines only
 
 A field's region is the lines around the labels the invoice rules know for it
-(`conveyor.agents.invoice_labels`: "Due date", "Fällig am", "Total TTC", "Bill to", ...),
-found at the start of any word of a line, the longest label of any kind winning as in the
-rules ("Amount due" is a sum, not the "due" of a due date): the label's line, the line
-before it (a value printed above its label) and the next few (a value printed under it; a
-party's block), up to a line that carries a label of its own (another field's).
+(`conveyor.agents.invoice_labels`, `invoice_sum_labels`, `invoice_party_labels`: "Due
+date", "Fällig am", "Total TTC", "Bill to", ...), found at the start of any word of a line,
+the longest label of any kind winning as in the rules ("Amount due" is a sum, not the "due"
+of a due date): the label's line, the line before it (a value printed above its label) and
+the next few (a value printed under it; a party's block), up to a line that carries a label
+of its own (another field's).
 The vendor's region is also the head of the first page, where a letterhead is.
 
 The dates are told apart by their labels alone (an invoice prints several of the same
@@ -31,7 +32,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from conveyor.agents.invoice_fields import is_value
-from conveyor.agents.invoice_labels import field_label, party_heading, sum_label
+from conveyor.agents.invoice_labels import field_label, sum_label
+from conveyor.agents.invoice_party_labels import party_heading
 from conveyor.agents.values import dates_in
 from conveyor.documents.amounts import amounts_on
 from conveyor.documents.text import DocumentText, PageText
