@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from conveyor.agents.bank_codes import is_payment_reference
 from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_columns import column_kind
-from conveyor.agents.invoice_labels import TITLE, field_label, fold
+from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.values import (
@@ -115,11 +115,19 @@ def title_number(text: str) -> tuple[str | None, str]:
         if i and not any(c.isdigit() for c in word) and i < 4:
             continue  # "Rechnung des Versicherers": words between the title and its number
         number = _token(word) if i else None
+        if number and i >= 2 and _title_series(words[i - 1]) and not _doubtful(number):
+            number = f"{words[i - 1]} {number}"  # "FACTURA PROD 69420": series and number
         if number:
             return number, " ".join(words[i + 1 :])
         if i:
             break
     return None, ""
+
+
+def _title_series(word: str) -> bool:
+    """Whether a word between a title and its number is the number's series: two to four
+    capitals that are no label ("FAKTURA VAT 12/2024" names the tax, "Nr" the number)."""
+    return bool(_SERIES.match(word)) and not sum_label(word) and not field_label(word)
 
 
 # How far past an invoice title its number may stand, in the title's heights, before the
@@ -231,7 +239,9 @@ def numbers(sheet: Sheet) -> list[Candidate]:
                 # Jul 2026", is no title: "12" is its day, not the invoice's number.)
                 number, _ = title_number(title_run(sheet, i, c))
                 if number:
-                    found.append(Candidate(number, FAIR if _doubtful(number) else LIKELY, i))
+                    # A series read before it is read at a guess: it may be a word of the title.
+                    sure = FAIR if _doubtful(number) or " " in number else LIKELY
+                    found.append(Candidate(number, sure, i))
                 elif (under := _under_title(sheet, i, cell)) is not None:
                     found.append(Candidate(under[0], FAIR, under[1]))
     if not found:
@@ -239,7 +249,12 @@ def numbers(sheet: Sheet) -> list[Candidate]:
     return sorted(found, key=lambda cand: (-cand.confidence, cand.line))
 
 
-_HASHED = re.compile(r"(?:^|[\s:])#\s?(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d+)$", re.IGNORECASE)
+# A '#' number at the end of its cell, or before a dash or a bar that sets it apart from
+# what the same heading prints after it ("Ticket #2026-03-0042 — 17/03/2026 — 08:34").
+_HASHED = re.compile(
+    r"(?:^|[\s:])#\s?(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d+)(?:$|\s+[\u2014\u2013|\u00b7\u2022-]\s)",
+    re.IGNORECASE,
+)
 
 
 def _hashed_numbers(sheet: Sheet) -> list[Candidate]:
@@ -275,9 +290,13 @@ def _referenced(sheet: Sheet) -> list[Candidate]:
 
 
 def _near_title(sheet: Sheet, index: int) -> bool:
+    """Whether an invoice's title begins a line, or a cell of one, of the two lines above:
+    a title boxed beside the seller's letterhead ("SERVICIOS ... | FACTURA ELECTRONICA"
+    over "N° 4362") heads its number as one set alone does."""
     for j in range(max(0, index - 2), index):
-        if sheet.lines[j].page == sheet.lines[index].page and TITLE.match(
-            fold(sheet.lines[j].text)
+        other = sheet.lines[j]
+        if other.page == sheet.lines[index].page and (
+            TITLE.match(fold(other.text)) or any(TITLE.match(fold(c.text)) for c in other.cells)
         ):
             return True
     return False
@@ -374,7 +393,11 @@ def dates(
             elif TITLE.match(fold(cell.text)) and _a_title(line.cells, c):
                 number, rest = title_number(title_run(sheet, i, c))
                 words = rest.split()
-                if number and words and dates_in(words[0]) and is_value(rest):
+                apart = dates_in(words[1]) if number and len(words) > 1 else []
+                if words and words[0] in _SEPARATORS and apart and apart[0].text == words[1]:
+                    # "FACTURA PROD 69420 / 2024-09-10": a date set apart from the number.
+                    issue.append((apart[0], FAIR, i))
+                elif number and words and dates_in(words[0]) and is_value(rest):
                     # "INVOICE NO. 98765432 1/1/2000": a date straight after the number.
                     issue.append((dates_in(words[0])[0], FAIR, i))
                 elif number and words and _DATE_WORD.match(words[0]):
@@ -480,7 +503,19 @@ def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
                 tokens = dates_in(cell.text)
                 if len(tokens) == 1 and tokens[0].text == cell.text.strip():
                     return [(tokens[0], FAIR, i)]
+            # A heading of a '#' number and a date set apart by dashes or bars, as a
+            # receipt's is ("Ticket #0042 — 17/03/2026 — 08:34"): its date, at a guess.
+            parts = _SET_APART.split(cell.text.strip())
+            if len(parts) > 1 and _HASHED.search(parts[0] + " - "):
+                tokens = [t for part in parts[1:] for t in dates_in(part) if t.text == part]
+                if len(tokens) == 1:
+                    return [(tokens[0], WEAK, i)]
     return []
+
+
+# What sets a heading's parts apart: "PROD 69420 / 2024-09-10", "#17 \u2014 1 May 2024".
+_SEPARATORS = frozenset({"/", "-", "\u2013", "\u2014", "|", "\u00b7", "\u2022"})
+_SET_APART = re.compile(r"\s+[\u2014\u2013|\u00b7\u2022-]\s+")
 
 
 def _heads_a_table(cells: Sequence[Cell], label: Cell) -> bool:
@@ -638,9 +673,11 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
         for c, cell in enumerate(line.cells):
             if _CURRENCY_LABEL.match(fold(cell.text)):
                 for spot in sheet.values_of(i, c, len(cell.text.split(":")[0]), below=1):
-                    match = re.search(r"\b[A-Z]{3}\b", spot.text)
-                    if match:
-                        return match.group(0), SURE
+                    # A currency's code, not any three capitals: "Moneda | Cota TVA" over
+                    # "RON | 19%" is a row of column labels, "TVA" the next one's word.
+                    codes = [w for w in re.findall(r"\b[A-Z]{3}\b", spot.text) if currency_word(w)]
+                    if codes:
+                        return codes[0], SURE
     counts: Counter[str] = Counter()
     for line in sheet.lines:
         for cell in line.cells:

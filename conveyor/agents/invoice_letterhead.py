@@ -68,6 +68,8 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
                 continue
             if TAX_ID.match(fold(name)) or (" " not in name and ADDRESS.search(name)):
                 continue  # "CUIT 30-...", "COD.01": an identifier or a code, not the name
+            if _MARKED_NUMBER.search(name):
+                continue  # "Ticket #0042 - 17/03/2026": a document's number and date
             if not_a_name(name):
                 continue
             # A legal form ends a name: "Company Town, ST 12345" starts with one, names none.
@@ -78,7 +80,8 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
             score = 0.0
             if legal:
                 score += 2.0
-                name = name[: legal.end()].strip()  # "Acme Pty Ltd, Level 12": up to its form
+                if _SET_OFF.match(name[legal.end() :]):
+                    name = name[: legal.end()].strip()  # "Acme Pty Ltd, Level 12": up to its form
             if top:
                 score += 1.0 + (height * 0.3 - line.y0) / (height * 0.3)
             if len(parts) >= 3 or (c == 0 and len(line.cells) >= 3 and POSTCODE.search(line.text)):
@@ -102,9 +105,21 @@ def vendor_by_evidence(sheet: Sheet, skip: set[Cell]) -> Party:
         return Party(best[1] if best else None, GUESS if best else 0.0)
     confidence = LIKELY if best[0] >= 4.5 else FAIR if best[0] >= 3.5 else WEAK
     name = best[1]
-    if best_at is not None and not LEGAL_FORM.search(name) and _open(name):
-        name = f"{name} {_wrapped(sheet, *best_at)}".strip()
+    if best_at is not None and not LEGAL_FORM.search(name):
+        wrapped = _wrapped(sheet, *best_at)
+        if _open(name) or _form_alone(wrapped):
+            # "House of" over "Hoverboards"; "ASESORIAS LOMOTORO" over "LIMITADA".
+            name = f"{name} {wrapped}".strip()
     return Party(name, confidence, address)
+
+
+# What sets a name's legal form off from what follows it on its line: a comma, a dash, a
+# bar ("Acme Pty Ltd, Level 12"); a word straight after it is the name's ("Company Name").
+_SET_OFF = re.compile(r"^\s*(?:$|[,;|(\u2013\u2014/]|-\s)")
+
+
+# A number marked with '#' ("Ticket #2026-17", "Order # 55"): a document's, no name.
+_MARKED_NUMBER = re.compile(r"#\s?\d")
 
 
 def _under_text(sheet: Sheet, index: int, cell: Cell) -> bool:
@@ -133,6 +148,15 @@ def _open(name: str) -> bool:
     it is what the named does ("Facharzt für Innere Medizin")."""
     words = name.split()
     return len(words) < 2 or not words[-1][:1].isupper()
+
+
+def _form_alone(text: str) -> bool:
+    """Whether `text` is a legal form and nothing else ("LIMITADA", "GmbH & Co. KG"): the
+    end of a name set on the line above."""
+    if not text:
+        return False
+    forms = name_forms(f"Name {text}")
+    return bool(forms) and forms[0].start() <= 5 and forms[-1].end() >= len(text) + 5
 
 
 def _wrapped(sheet: Sheet, index: int, cell: Cell) -> str:
@@ -269,12 +293,14 @@ def buyer_by_name_alone(sheet: Sheet, vendor: str | None) -> Party:
             break
         if label_row(line.cells):
             continue
-        for cell in line.cells:
+        for c, cell in enumerate(line.cells):
             text = cell.text.strip()
             if cell in sellers_block or seller in fold(text) or fold(text) in seller:
                 continue
             if not _NAME_ALONE.match(text) or CONTACT.search(text):
                 continue
+            if c and line.cells[c - 1].text.strip().endswith(":"):
+                continue  # "Cashier: | Marie L.": the value of a label that names no buyer
             folded = fold(text)
             if TITLE.match(folded) or field_label(text) or sum_label(text) or party_heading(text):
                 continue

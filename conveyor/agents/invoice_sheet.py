@@ -45,6 +45,14 @@ def _rotated(line: Line) -> bool:
     return bool(words) and all(w.y1 - w.y0 >= 0.9 * (w.x1 - w.x0) for w in words)
 
 
+def _goes_on(tail: str, head: str, words: frozenset[str]) -> bool:
+    """Whether `head`, beginning a line, goes on the word `tail` ended the line above
+    with: it is in lower case, or in capitals after capitals ("FORNI" / "TURA" in a text
+    set in capitals), and the text layer has the two as one word."""
+    case = head[:1].islower() or (head.isupper() and tail.isupper())
+    return case and tail + head in words
+
+
 @dataclass
 class Sheet:
     lines: list[Line]
@@ -69,19 +77,15 @@ class Sheet:
 
     def joined(self, parts: list[str]) -> str:
         """Lines of one text joined with spaces, but a word the line's end broke joined
-        again, when the text layer reads it as one word."""
+        again, when the text layer reads it as one word (in lower case, or in capitals
+        after capitals)."""
         out = ""
         for part in parts:
             part = " ".join(part.split())
             if not part:
                 continue
             tail, head = re.search(r"[^\W\d_]+$", out), re.match(r"[^\W\d_]+", part)
-            if (
-                tail
-                and head
-                and head.group(0)[:1].islower()
-                and (tail.group(0) + head.group(0) in self.plain_words)
-            ):
+            if tail and head and _goes_on(tail.group(0), head.group(0), self.plain_words):
                 out += part
             else:
                 out = f"{out} {part}" if out else part

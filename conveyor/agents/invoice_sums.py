@@ -17,10 +17,10 @@ from decimal import Decimal
 from functools import lru_cache
 from itertools import product
 
-from conveyor.agents.invoice_labels import NO_VAT, sum_label
+from conveyor.agents.invoice_labels import NO_VAT, fold, sum_label
 from conveyor.agents.invoice_sheet import BELOW_LINES, Sheet, Spot
 from conveyor.agents.invoice_table import find_header
-from conveyor.agents.values import currency_of
+from conveyor.agents.values import cell_amounts, currency_of
 from conveyor.documents.layout import Cell, Line
 
 CENT = Decimal("0.01")
@@ -82,14 +82,19 @@ def candidates(sheet: Sheet) -> list[Amount]:
                 values.append((amount, 1.0))
             right: list[Decimal] = []
             marked: list[Decimal] = []
+            above = _labels_above(sheet, i)
             for other in cells[c + 1 :]:
                 if sum_label(other.text) and not other.text[:1].isdigit():
                     break
+                if any(a.x0 - 4 <= other.x0 and other.x1 <= a.x1 + 4 for a in above):
+                    continue  # the value of the label printed over it, not of this one
                 value = sheet.amount(other.text)
                 if isinstance(value, Decimal):
                     right.append(value)
                     if currency_of(other.text):
                         marked.append(value)
+                else:
+                    right += cell_amounts(other.text, sheet.style)  # columns run together
             # "TOTAL | 55.00 | $4555.00": of several amounts, those printed as money are
             # the sums; the bare ones are hours, quantities or rates.
             if marked and len(marked) < len(right):
@@ -137,6 +142,29 @@ def _qualified(sheet: Sheet, cells: tuple[Cell, ...]) -> tuple[Cell, ...]:
         else:
             joined.append(cell)
     return tuple(joined)
+
+
+# A total's word in a net's label ("Total excl. tax", "Gesamtsumme netto", "Totaal excl.
+# BTW"), as a net alone ("Netto", "Subtotal", "Sub-total") has none.
+_TOTAL_WORD = re.compile(r"(?<!sub-)(?<!sub )\b(?:total|totale|totaal|totalt|gesamt\w*|razem)\b")
+
+
+def _a_total_s_label(sheet: Sheet, nets: list[Amount]) -> bool:
+    """Whether a line that offers one of `nets` names a total."""
+    return any(_TOTAL_WORD.search(fold(sheet.lines[a.line].text)) for a in nets if a.line >= 0)
+
+
+def _labels_above(sheet: Sheet, index: int) -> list[Cell]:
+    """The sum labels of the line just above, when it is a row of two or more of them
+    ("TVA 9% | TVA 19% | TVA TOTAL" over "TOTAL | 1.49 | 17.56 | 19.05"): the amounts under
+    them are theirs, not those of a label that begins the line below."""
+    if index == 0:
+        return []
+    line, above = sheet.lines[index], sheet.lines[index - 1]
+    if above.page != line.page or line.y0 - above.y1 > 1.5 * max(above.height, 8.0):
+        return []
+    labels = [c for c in above.cells if sum_label(c.text) and sheet.amount(c.text) is None]
+    return labels if len(labels) >= 2 else []
 
 
 def _in_its_box(sheet: Sheet, index: int, cells: tuple[Cell, ...], c: int) -> list[Spot]:
@@ -227,9 +255,11 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     if len(by_line) >= 2:
         total = sum((a.value for a in by_line.values()), Decimal(0))
         taxes.append(Amount("tax", total, 0.7, min(by_line)))
+    taxes += _sum_of_its_row(taxes)
     grosses = _best(amounts, "gross") + [
         Amount("gross", a.value, a.weight * 0.8, a.line) for a in _best(amounts, "due")
     ]
+    nets += _totals_of_nets(amounts)
     none = Amount("none", Decimal(0), 0.0, -1)
     # Shipping and the like add to the net, a discount takes from it, before the total.
     charges = _one_per_line(amounts, "charge") - _one_per_line(amounts, "discount")
@@ -284,6 +314,8 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
             conf[name] = SURE if picked.weight >= 0.8 and not rivals else LIKELY
         else:
             conf[name] = WEAK if not rivals else GUESS
+        if net.kind == "total-net":
+            conf[name] = min(conf[name], FAIR)  # the sums agree by a net that no label names
     inside = False  # the taxes are inside the prices, and printed
     if (
         agree
@@ -314,6 +346,17 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         # added, its discounts taken off, as the total has them.
         result.net += extra
         conf["subtotal"] = min(conf["subtotal"], FAIR)
+    if (
+        result.tax is None
+        and not agree
+        and result.net is not None
+        and result.gross is not None
+        and _at_a_printed_rate(sheet, result.net, result.gross - result.net)
+    ):
+        # "TVA | 21 %" and no amount beside it: the tax is what the total adds to the net,
+        # when that is the printed rate of it. Printed nowhere: never read for sure.
+        result.tax = result.gross - result.net
+        conf["tax"] = min(conf["subtotal"], conf["total"], FAIR)
     if result.net is None and result.gross is not None and result.tax is not None:
         result.net = result.gross - result.tax  # printed nowhere, implied by the sums
         conf["subtotal"] = min(conf["total"], conf["tax"], FAIR)
@@ -338,6 +381,22 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         result.gross = result.net  # no VAT is charged, the page says: the net is the total
         conf["total"] = min(conf["subtotal"], FAIR)
     if (
+        result.gross is None
+        and result.net is not None
+        and result.tax is None
+        and lines_total is not None
+        and abs(lines_total - result.net) <= CENT
+        and _a_total_s_label(sheet, [a for a in nets if a.value == result.net])
+        and not taxes
+        and not any(a.kind in ("due", "charge", "discount", "withheld") for a in amounts)
+    ):
+        # One sum, a total's label without tax, that the items make, and no tax line at
+        # all: all there is to pay ("Total excl. tax: 120"), the total, less sure than
+        # under a total's own label. The items still make the net (the next rule). A
+        # "Netto" alone names no total: it stays a net.
+        result.gross, result.net = result.net, None
+        conf["total"], conf["subtotal"] = min(conf["subtotal"], WEAK), 0.0
+    if (
         result.net is None
         and result.gross is not None
         and result.tax is None
@@ -347,6 +406,65 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         result.net = result.gross  # no tax: the items (and charges) are the total
         conf["subtotal"] = FAIR
     return result
+
+
+_RATE = re.compile(r"(?<![\d.,])(\d{1,2}(?:[.,]\d{1,2})?)\s?%")
+
+
+def _at_a_printed_rate(sheet: Sheet, net: Decimal, tax: Decimal) -> bool:
+    """Whether `tax` is, to a hundredth of itself, a rate of `net` that a tax's label
+    prints with no amount on its line ("TVA | 21 %", "VAT 7.5%")."""
+    if net <= 0 or not 0 < tax <= net * MAX_RATE:
+        return False
+    for line in sheet.lines:
+        label = next((sum_label(c.text) for c in line.cells if sum_label(c.text)), None)
+        if label is None or label[0] != "tax":
+            continue
+        text = " ".join(c.text for c in line.cells)
+        rates = _RATE.findall(text)
+        if not rates or any(
+            isinstance(sheet.amount(w), Decimal) for w in _RATE.sub(" ", text).split()
+        ):
+            continue
+        for rate in rates:
+            share = Decimal(rate.replace(",", ".")) / 100
+            if abs(net * share - tax) <= max(CENT, tax / 100):
+                return True
+    return False
+
+
+def _sum_of_its_row(taxes: list[Amount]) -> list[Amount]:
+    """A tax of a row of three or more that is the sum of the others ("TVA 9% | TVA 19% |
+    TVA TOTAL" over "1.49 | 17.56 | 19.05"): the invoice's tax, surer than each of them."""
+    found = []
+    for line in {t.line for t in taxes}:
+        row = [t for t in taxes if t.line == line]
+        values = [t.value for t in row]
+        if len(set(values)) < 3:
+            continue
+        for tax in row:
+            rest = sum(values, Decimal(0)) - tax.value
+            if tax.value > 0 and abs(rest - tax.value) <= CENT:
+                found.append(Amount("tax", tax.value, min(1.0, tax.weight * 1.5), line))
+    return found
+
+
+def _totals_of_nets(amounts: list[Amount]) -> list[Amount]:
+    """Totals that are nets: "Total goods and services | 25,00" over "Total VAT | 5,50"
+    over "Total | 30,50", a total whose tax, printed below it, makes the bigger total
+    below that. Only the arithmetic says it is the net, not its label: worth half a net's
+    label, and the sums it makes agree are never read for sure."""
+    grosses, taxes = _best(amounts, "gross"), _best(amounts, "tax")
+    return [
+        Amount("total-net", a.value, a.weight * 0.5, a.line)
+        for a in grosses
+        if any(
+            a.line < t.line < b.line and abs(a.value + t.value - b.value) <= CENT
+            for b in grosses
+            for t in taxes
+            if b.value > a.value
+        )
+    ]
 
 
 def _one_per_line(amounts: list[Amount], kind: str) -> Decimal:

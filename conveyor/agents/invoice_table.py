@@ -45,6 +45,9 @@ class Column:
 class Header:
     line: int
     columns: list[Column]
+    # Where the rows' descriptions read so far begin, the furthest left: under a header
+    # centred over a wide column, left of the header's own word.
+    left: float | None = None
 
     def column_of(self, cell: Cell) -> str | None:
         middle = (cell.x0 + cell.x1) / 2
@@ -323,7 +326,14 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
             )
         if len(numbers) >= 2 or numbers[0][2]:
             # The amount is missing from this line: it may be printed on the next one.
-            count = next((n[0] for n in numbers if n[2]), numbers[-1][0])
+            # The quantity: the number with its unit, or the one under the quantity's
+            # header ("Aantal | Eenheid | Tarief" over "160 | Uren | € 140,00"), or the last.
+            count = next((n[0] for n in numbers if n[2]), None)
+            if count is None:
+                count = next(
+                    (n[0] for n in numbers if header.column_of(n[1]) == "quantity"),
+                    numbers[-1][0],
+                )
             each = next((n[0] for n in numbers if not n[2] and n[0] != count), None)
             return Row(
                 LineItem(description=None, quantity=count, unit_price=each, amount=None),
@@ -510,6 +520,9 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             end = i  # a subtotal printed as a row: the sums begin here
             break
         if row is not None:
+            begins = [c.x0 for c in line.cells if c.text in row.description]
+            if begins:
+                header.left = min(begins + ([header.left] if header.left is not None else []))
             if not row.description and lone is not None and _just_above(lone[0], line):
                 # A row's numbers centred on a description of two lines ("Web design"
                 # over the row, its details under it): the line just above is its own.
@@ -524,6 +537,8 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
         if last is not None and _continues(line, header, last) and _near(line, previous):
             last.description.append(line.text)
             previous = line
+            if header.left is not None:
+                header.left = min(header.left, line.x0)
             lone = (line, last) if lone else None
     items = []
     confidences = []
@@ -597,6 +612,18 @@ def _near(line: Line, previous: Line | None) -> bool:
 
 def _continues(line: Line, header: Header, row: Row) -> bool:
     x = header.x_of("description")
-    if x is None:
+    if x is None or len(line.cells) > 2 or len(row.description) >= 40:
         return False
-    return line.x0 >= x - 12 and len(line.cells) <= 2 and len(row.description) < 40
+    return line.x0 >= x - 12 or _under_its_description(line, header, x)
+
+
+def _under_its_description(line: Line, header: Header, x: float) -> bool:
+    """Whether `line` stands in the description's column though it begins left of the
+    column's header: a description centred in a wide column (each of its lines begins
+    elsewhere) or its bullets set out to the left, under a header centred over it. It
+    begins no further left than the rows' descriptions do, give or take a bullet's
+    indent, and ends before the next column begins."""
+    following = [c.x0 for c in header.columns if c.x0 > x]
+    if header.left is None or not following or header.left >= x - 12:
+        return False
+    return line.x0 >= header.left - 24 and line.x1 < min(following) - 6

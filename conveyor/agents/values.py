@@ -134,8 +134,11 @@ SIGNS = {
 }
 _CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
 # The euro sign as the text layers of some TeX fonts give it: a lone "e" after an amount
-# with cents ("2 900,00 e", "0,30 e/km"), where the glyph has no Unicode mapping.
-_TEX_EURO = re.compile(r"(?<=[.,]\d\d)\s?e(?![^\W\d_])")
+# with cents ("2 900,00 e", "0,30 e/km"), where the glyph has no Unicode mapping, or
+# before one, where the sign is set first ("e 1 710,00", "= e 342,00").
+_TEX_EURO = re.compile(
+    r"(?<=[.,]\d\d)\s?e(?![^\W\d_])|(?<![^\s=(])e\s?(?=\d[\d .,']*[.,]\d\d(?!\d))"
+)
 
 
 def tex_euro(text: str) -> bool:
@@ -343,6 +346,28 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     except InvalidOperation:
         return None
     return -value if negative else value
+
+
+_RATE_WORD = re.compile(r"^\d{1,2}(?:[.,]\d{1,2})?\s?%$")
+
+
+def cell_amounts(text: str, style: NumberStyle) -> list[Decimal]:
+    """The amounts of a cell that prints several side by side, as a sums row whose columns
+    ran together ("2.845,53 23% 654,47 3.500,00": a net, its rate, the tax, the gross):
+    each word an amount with its cents or a rate (left out), two amounts at least. Words
+    without cents are no part of it: "1 710,00" is one amount grouped by a space."""
+    words = text.split()
+    if len(words) < 2:
+        return []
+    amounts: list[Decimal] = []
+    for word in words:
+        if _RATE_WORD.match(word):
+            continue
+        value = cell_amount(word, style)
+        if value is None or not re.search(rf"{re.escape(style.decimal)}\d{{2}}$", word):
+            return []
+        amounts.append(value)
+    return amounts if len(amounts) >= 2 else []
 
 
 @functools.lru_cache(maxsize=16)
