@@ -6,7 +6,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, cell_amounts, currencies_in
+from conveyor.documents.text import DocumentText, PageText
 from tests.snippets import Draw, extraction
 
 COMMA = NumberStyle(",", ".")
@@ -475,3 +477,30 @@ def test_a_subtotal_alone_that_the_items_make_names_no_total() -> None:
     for label in ("Sub-total", "Subtotal", "Netto"):
         data = extraction(_net_only(label, "900")).data
         assert isinstance(data, dict) and data["total"] is None, label
+
+
+def test_a_number_and_dates_printed_with_unicode_hyphens() -> None:
+    # A font that prints U+2010 (hyphen) where "-" is meant, in a number and in dates.
+    text = "\n".join(
+        [
+            "Facture",
+            "",
+            "Numéro de facture:      ZK\u20107731\u2010B",
+            "Date de la facture:     04\u201011\u20102025",
+            "Date d'échéance:        04\u201012\u20102025",
+            "",
+            "Atelier Quatre Vents SARL",
+            "Client: Maison Lebrun",
+            "",
+            "Montant total HT                 500,00",
+            "TVA 20 %                         100,00",
+            "Montant TTC                      600,00",
+        ]
+    )
+    data = extract_offline(DocumentText(pages=[PageText(1, text, True, len(text))]), "invoice").data
+    assert isinstance(data, dict)
+    assert (data["number"], data["issue_date"], data["due_date"]) == (
+        "ZK-7731-B",
+        "2025-11-04",
+        "2025-12-04",
+    )
