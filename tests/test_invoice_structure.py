@@ -9,7 +9,7 @@ from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, cell_amounts, currencies_in
 from conveyor.documents.text import DocumentText, PageText
-from tests.snippets import Draw, extraction
+from tests.snippets import Draw, extraction, invoice_data
 
 COMMA = NumberStyle(",", ".")
 DOT = NumberStyle(".", ",")
@@ -504,3 +504,27 @@ def test_a_number_and_dates_printed_with_unicode_hyphens() -> None:
         "2025-11-04",
         "2025-12-04",
     )
+
+
+def test_a_number_sign_before_a_number_that_begins_with_the_document_s_word() -> None:
+    # "No. INV-..." is a sign and a number, not the label "No. Inv(oice)" and "-2031-007".
+    data = invoice_data(
+        [
+            (60, 50, "Invoice", 18),
+            (60, 80, "No. INV-2031-007"),
+            (60, 100, "Date: 2031-02-14"),
+            (60, 130, "Bill to"),
+            (60, 144, "Harbour Lights Ltd"),
+            (60, 200, "Description"),
+            (300, 200, "Qty"),
+            (360, 200, "Price"),
+            (450, 200, "Amount"),
+            (60, 220, "Survey"),
+            (300, 220, "2"),
+            (360, 220, "50.00"),
+            (450, 220, "100.00"),
+            (360, 260, "Total"),
+            (450, 260, "100.00"),
+        ]
+    )
+    assert data["number"] == "INV-2031-007"

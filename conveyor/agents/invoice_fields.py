@@ -214,11 +214,25 @@ def _size(cell: Cell) -> float:
     return max(w.y1 - w.y0 for w in cell.words)
 
 
+def _whole_words(text: str, label: tuple[str, int] | None) -> tuple[str, int] | None:
+    """A label that ends inside a word ("No. INV-2025-091" read as "No. Inv", a sign and
+    the document's word) ends before that word: the word, joined on by its hyphen or its
+    slash, is the value, and the label is what the words before it make ("No.")."""
+    if not label or label[0] != "number":
+        return label
+    end = label[1]
+    if not (0 < end < len(text) and text[end] in "-/" and text[end - 1].isalnum()):
+        return label
+    start = text.rfind(" ", 0, end) + 1
+    shorter = field_label(text[:start].rstrip()) if start else None
+    return shorter or label
+
+
 def numbers(sheet: Sheet) -> list[Candidate]:
     found: list[Candidate] = []
     for i, line in enumerate(sheet.lines):
         for c, cell in enumerate(line.cells):
-            label = field_label(cell.text)
+            label = _whole_words(cell.text, field_label(cell.text))
             if label and label[0] in ("number", "weak_number"):
                 hashed = "#" in cell.text[max(0, label[1] - 1) : label[1] + 2]
                 for spot in sheet.values_of(i, c, label[1], below=1):
