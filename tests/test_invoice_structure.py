@@ -528,3 +528,30 @@ def test_a_number_sign_before_a_number_that_begins_with_the_document_s_word() ->
         ]
     )
     assert data["number"] == "INV-2031-007"
+
+
+def test_a_date_alone_under_the_number_under_the_title_is_the_issue_date() -> None:
+    draw: Draw = [
+        (470, 50, "FACTURE", 16),
+        (60, 52, "Atelier Quatre Vents"),
+        (540, 66, "2031A07-014", "right"),
+        (60, 66, "12 rue des Lilas"),
+        (540, 80, "14/03/2031", "right"),
+        (60, 80, "69002 Lyon"),
+        (60, 94, "atelier@example.org"),
+        (60, 140, "CLIENT"),
+        (60, 154, "Maison Lebrun SARL"),
+        (60, 220, "DESCRIPTION"),
+        (400, 220, "QTÉ"),
+        (480, 220, "TOTAL HT"),
+        (60, 240, "Reliure de registres"),
+        (400, 240, "3"),
+        (480, 240, "450,00"),
+        (380, 280, "Total HT"),
+        (480, 280, "450,00"),
+    ]
+    data = invoice_data(draw)
+    assert (data["number"], data["issue_date"]) == ("2031A07-014", "2031-03-14")
+    # A date beside the sender's block, a line apart from the number, is some other date's.
+    apart = invoice_data([d if d[2] != "14/03/2031" else (540, 94, d[2], "right") for d in draw])
+    assert apart["issue_date"] is None

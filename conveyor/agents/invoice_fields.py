@@ -187,6 +187,25 @@ def _under_title(sheet: Sheet, index: int, title: Cell) -> tuple[str, int] | Non
     return None
 
 
+def _dated_under_title(
+    sheet: Sheet, index: int, title: Cell
+) -> tuple[DateToken, float, int] | None:
+    """A date alone on the line just under the number printed alone under the title, in
+    the title's column ("FACTURE" over "2026F02-001" over "02/03/2026"): no label says
+    which date it is, and the one the heading gives is the issue's, a guess (0.75)."""
+    under = _under_title(sheet, index, title)
+    if under is None or under[1] + 1 >= len(sheet.lines):
+        return None
+    line, below = sheet.lines[under[1]], sheet.lines[under[1] + 1]
+    if below.page != line.page or below.y0 - line.y1 > 1.5 * line.height:
+        return None
+    column = [c for c in below.cells if c.x1 >= title.x0 and c.x0 <= title.x1]
+    tokens = dates_in(column[0].text) if len(column) == 1 else []
+    if len(tokens) == 1 and tokens[0].text == column[0].text.strip():
+        return tokens[0], WEAK, under[1] + 1
+    return None
+
+
 def _in_a_block(sheet: Sheet, index: int, cell: Cell) -> bool:
     line = sheet.lines[index]
     for j in (index - 1, index + 1):
@@ -421,6 +440,8 @@ def dates(
                     tokens = dates_in(after)
                     if tokens:
                         issue.append((tokens[0], LIKELY, i))
+                elif not number and (dated := _dated_under_title(sheet, i, cell)) is not None:
+                    issue.append(dated)
     if not issue:
         issue += _dated_at_a_place(sheet)
     if not due:
