@@ -555,3 +555,39 @@ def test_a_date_alone_under_the_number_under_the_title_is_the_issue_date() -> No
     # A date beside the sender's block, a line apart from the number, is some other date's.
     apart = invoice_data([d if d[2] != "14/03/2031" else (540, 94, d[2], "right") for d in draw])
     assert apart["issue_date"] is None
+
+
+def test_a_row_s_amount_is_the_number_set_under_the_amount_header() -> None:
+    # "Stück" and "Satz" are no known column words; the amount "Nettobetrag" and the
+    # gross "Gesamt" follow. The count, nearest the "Nettobetrag" header, is no amount.
+    data = invoice_data(
+        [
+            (60, 50, "Rechnung", 18),
+            (60, 80, "Rechnung Nr. 5512"),
+            (60, 94, "Datum: 02.05.2031"),
+            (60, 120, "Kunde: Ostwind Logistik AG"),
+            (40, 200, "Bezeichnung"),
+            (230, 200, "Stück"),
+            (290, 200, "Satz"),
+            (360, 200, "Nettobetrag"),
+            (440, 200, "USt. (19%)"),
+            (520, 200, "Gesamt"),
+            (40, 216, "Montage"),
+            (240, 216, "8"),
+            (285, 216, "95,00 €"),
+            (360, 216, "760,00 €"),
+            (440, 216, "144,40 €"),
+            (520, 216, "904,40 €"),
+            (280, 240, "Summe"),
+            (360, 240, "760,00 €"),
+            (440, 240, "144,40 €"),
+            (520, 240, "904,40 €"),
+        ]
+    )
+    items = data["line_items"]
+    assert isinstance(items, list) and len(items) == 1
+    assert (items[0]["quantity"], items[0]["unit_price"], items[0]["amount"]) == (
+        "8",
+        "95.00",
+        "760.00",
+    )

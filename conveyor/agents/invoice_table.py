@@ -345,7 +345,14 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
 
 
 def _under_amount(numbers: list[tuple[Decimal, Cell, bool]], header: Header) -> int | None:
-    """The index of the row's number under the amount header, if one is."""
+    """The index of the row's number under the amount header, if one is: the first one
+    set in an amount column's span, else the first one nearest an amount column. (A
+    quantity under a header of no known word, "Unités", is nearest the amount's "Total
+    Net" at its right, and is no amount when a number stands under that header.)"""
+    spans = [(c.x0, c.x1) for c in header.columns if c.kind == "amount"]
+    for k, (_, cell, _) in enumerate(numbers):
+        if any(cell.x1 >= x0 - 4 and cell.x0 <= x1 + 4 for x0, x1 in spans):
+            return k
     for k, (_, cell, _) in enumerate(numbers):
         if header.column_of(cell) == "amount":
             return k
