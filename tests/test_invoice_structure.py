@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from conveyor.agents.invoice_reader import _two_cells_of_a_line
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, cell_amounts, currencies_in
@@ -591,3 +592,61 @@ def test_a_row_s_amount_is_the_number_set_under_the_amount_header() -> None:
         "95.00",
         "760.00",
     )
+
+
+def _taxes_box(amounts: tuple[str, str, str]) -> Draw:
+    # The sums in boxes under a row of labels, only the tax's a known one, each amount
+    # set flush right in its box.
+    return [
+        (60, 50, "Rechnung", 18),
+        (60, 80, "Rechnung Nr. 2031-88"),
+        (60, 94, "Datum: 11.04.2031"),
+        (60, 120, "Kunde: Ostwind Logistik AG"),
+        (60, 200, "Beschreibung"),
+        (300, 200, "Menge"),
+        (360, 200, "Preis"),
+        (450, 200, "Betrag"),
+        (60, 220, "Wartung Heizung"),
+        (300, 220, "1"),
+        (360, 220, "1 200,00"),
+        (450, 220, "1 200,00"),
+        (60, 300, "Satz"),
+        (180, 300, "Grundlage"),
+        (300, 300, "Steuerbetrag"),
+        (420, 300, "Zusammen"),
+        (60, 316, "19 %"),
+        (290, 316, amounts[0], "right"),
+        (410, 316, amounts[1], "right"),
+        (530, 316, amounts[2], "right"),
+    ]
+
+
+def test_net_tax_and_gross_under_a_row_of_labels_only_the_tax_s_known() -> None:
+    result = extraction(_taxes_box(("1 200,00", "228,00", "1 428,00")))
+    data = result.data
+    assert isinstance(data, dict)
+    assert (data["subtotal"], data["tax"], data["total"]) == ("1200.00", "228.00", "1428.00")
+    assert result.fields["total"] <= 0.85  # no known label names the total
+    # Amounts that do not add up are no such row.
+    data = invoice_data(_taxes_box(("1 200,00", "228,00", "1 500,00")))
+    assert data["total"] != "1500.00"
+
+
+def test_a_seller_s_name_that_is_both_cells_of_a_line_is_a_heading() -> None:
+    # "Anschrift | Anschrift" heads the seller's and the buyer's columns: read as the
+    # seller's name, it is a label, however surely its block was found.
+    text = "\n".join(
+        [
+            "Verkäufer                          Käufer",
+            "Anschrift                          Anschrift",
+            "Lindenweg 4                        Am Kai 12",
+            "20095 Hamburg                      28195 Bremen",
+            "",
+            "Lindenweg 4 - 20095 Hamburg",
+        ]
+    )
+    sheet = Sheet.of(DocumentText(pages=[PageText(1, text, True, len(text))]))
+    assert _two_cells_of_a_line(sheet, "Anschrift")
+    # A name printed on two lines, or beside other words, heads nothing.
+    assert not _two_cells_of_a_line(sheet, "Lindenweg 4")
+    assert not _two_cells_of_a_line(sheet, "Verkäufer")
