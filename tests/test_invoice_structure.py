@@ -650,3 +650,30 @@ def test_a_seller_s_name_that_is_both_cells_of_a_line_is_a_heading() -> None:
     # A name printed on two lines, or beside other words, heads nothing.
     assert not _two_cells_of_a_line(sheet, "Lindenweg 4")
     assert not _two_cells_of_a_line(sheet, "Verkäufer")
+
+
+def _numbered(value: str) -> Draw:
+    return [
+        (60, 50, "Sprzedawca: Pracownia Lipowa"),
+        (440, 50, "Numer faktury"),
+        (440, 64, value),
+        (60, 100, "Nabywca: Zakład Brzozowy"),
+        (60, 120, "Data wystawienia: 2031-05-30"),
+        (60, 200, "Nazwa"),
+        (300, 200, "Ilość"),
+        (360, 200, "Cena"),
+        (450, 200, "Wartość"),
+        (60, 220, "Usługa"),
+        (300, 220, "1"),
+        (360, 220, "500,00"),
+        (450, 220, "500,00"),
+    ]
+
+
+def test_an_invoice_number_shaped_like_a_date_under_its_label() -> None:
+    # "3/05/2031": the third invoice of May 2031, under the number's own label.
+    data = invoice_data(_numbered("3/05/2031"))
+    assert (data["number"], data["issue_date"]) == ("3/05/2031", "2031-05-30")
+    # Beside another label the date is that label's, not the number.
+    beside = invoice_data([*_numbered(""), (440, 64, "Termin: 3/06/2031")])
+    assert beside["number"] is None

@@ -18,7 +18,7 @@ from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_columns import column_kind
 from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
-from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.invoice_sheet import Sheet, Spot
 from conveyor.agents.values import (
     DateToken,
     currencies_in,
@@ -247,6 +247,22 @@ def _whole_words(text: str, label: tuple[str, int] | None) -> tuple[str, int] | 
     return shorter or label
 
 
+def _date_shaped(spots: list[Spot]) -> str | None:
+    """A number shaped like a date ("Numer faktury" over "2/11/2023", the second invoice
+    of November): the value of an invoice number's own label when it is the only one
+    there, a cell of its own beside or under it and no value of any other label. It may
+    be a date the label stands by: a guess (0.75)."""
+    if any(_token(spot.text) for spot in spots):
+        return None
+    for spot in spots:
+        text = spot.text.strip()
+        if spot.how == "same" or field_label(text) or " " in text:
+            continue
+        if dates_in(text) and _NUMBER.match(text) and dates_in(text)[0].text == text:
+            return text
+    return None
+
+
 def numbers(sheet: Sheet) -> list[Candidate]:
     found: list[Candidate] = []
     for i, line in enumerate(sheet.lines):
@@ -254,7 +270,10 @@ def numbers(sheet: Sheet) -> list[Candidate]:
             label = _whole_words(cell.text, field_label(cell.text))
             if label and label[0] in ("number", "weak_number"):
                 hashed = "#" in cell.text[max(0, label[1] - 1) : label[1] + 2]
-                for spot in sheet.values_of(i, c, label[1], below=1):
+                spots = sheet.values_of(i, c, label[1], below=1)
+                if label[0] == "number" and (dated := _date_shaped(spots)) is not None:
+                    found.append(Candidate(dated, WEAK, i))
+                for spot in spots:
                     number = _token(f"#{spot.text}" if hashed and spot.how == "same" else spot.text)
                     if number and c and spot.how == "below":
                         number = _series(sheet, i, c) + number
