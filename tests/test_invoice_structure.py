@@ -677,3 +677,25 @@ def test_an_invoice_number_shaped_like_a_date_under_its_label() -> None:
     # Beside another label the date is that label's, not the number.
     beside = invoice_data([*_numbered(""), (440, 64, "Termin: 3/06/2031")])
     assert beside["number"] is None
+
+
+def test_a_date_label_that_goes_on_with_a_clause_before_its_colon() -> None:
+    data = invoice_data(
+        [
+            (60, 50, "Invoice", 18),
+            (60, 80, "Invoice No. 2031-118"),
+            (60, 100, "Date of issue, subject to section 12 of the act: 14.06.2031"),
+            (60, 114, "Delivered on:"),
+            (60, 128, "02.06.2031"),
+            (60, 160, "Bill to: Harbour Lights Ltd"),
+            (60, 200, "Description"),
+            (300, 200, "Qty"),
+            (360, 200, "Price"),
+            (450, 200, "Amount"),
+            (60, 220, "Survey"),
+            (300, 220, "2"),
+            (360, 220, "50.00"),
+            (450, 220, "100.00"),
+        ]
+    )
+    assert data["issue_date"] == "2031-06-14"

@@ -390,6 +390,19 @@ def _under(label: Cell, value: Cell, tokens: list[DateToken]) -> DateToken:
     return tokens[best]
 
 
+_CLAUSE = re.compile(r"^\s*[,(]")
+
+
+def _after_a_clause(rest: str) -> str | None:
+    """What follows the last colon of a label's cell, when the label goes on with a clause
+    set off by a comma or a parenthesis ("Data wystawienia, z zastrzeżeniem art. 106na
+    ust. 1 ustawy: 31.10.2025", "Date of issue (as the law requires): ..."): the value."""
+    if not _CLAUSE.match(rest) or ":" not in rest:
+        return None
+    after = rest.rsplit(":", 1)[1].strip()
+    return after or None
+
+
 def _date_from(sheet: Sheet, spots_text: list[str]) -> DateToken | None:
     for text in spots_text:
         tokens = dates_in(text)
@@ -426,6 +439,10 @@ def dates(
                 token = _date_from(sheet, texts[:3])
                 if token:
                     issue.append((token, SURE if label[0] == "issue" else FAIR, i))
+                elif (after := _after_a_clause(cell.text[label[1] :])) is not None:
+                    token = _date_from(sheet, [after])
+                    if token:
+                        issue.append((token, FAIR if label[0] == "issue" else WEAK, i))
             elif label and label[0] == "due":
                 spots = sheet.values_of(i, c, label[1], below=4)
                 if value_words(cell.text) > _VALUE_WORDS + 3:
