@@ -699,3 +699,17 @@ def test_a_date_label_that_goes_on_with_a_clause_before_its_colon() -> None:
         ]
     )
     assert data["issue_date"] == "2031-06-14"
+
+
+def test_a_row_of_sum_labels_under_the_items_ends_their_table() -> None:
+    # The sums' box set just under the one row, as close as a second row would be, its
+    # rate named in words as a description would be.
+    draw = [
+        (x, y - 60, "Regelsatz 19 %" if rest[0] == "19 %" else rest[0], *rest[1:])
+        if y >= 300
+        else (x, y, *rest)
+        for x, y, *rest in _taxes_box(("1 200,00", "228,00", "1 428,00"))
+    ]
+    items = invoice_data(draw)["line_items"]
+    assert isinstance(items, list)
+    assert [(i["description"], i["amount"]) for i in items] == [("Wartung Heizung", "1200.00")]

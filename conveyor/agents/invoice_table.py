@@ -390,7 +390,18 @@ def _ends(line: Line) -> bool:
     if TABLE_END.match(first):
         return True
     label = sum_label(line.cells[0].text)
-    return bool(label and not label[0].startswith("-") and label[0] not in _IN_TABLE)
+    if label and not label[0].startswith("-") and label[0] not in _IN_TABLE:
+        return True
+    return _a_row_of_sum_labels(line)
+
+
+def _a_row_of_sum_labels(line: Line) -> bool:
+    """Whether `line` is a row of three labels or more, words only, one of them a tax's
+    ("Stawka podatku | Kwota netto | Kwota podatku | Kwota brutto"): the head of the
+    sums' table under the items, which ends them."""
+    if len(line.cells) < 3 or any(ch.isdigit() for ch in line.text):
+        return False
+    return any((label := sum_label(c.text)) and label[0] == "tax" for c in line.cells)
 
 
 # How many lines past a section's subtotal the next section's first row may be (its
