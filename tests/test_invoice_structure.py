@@ -713,3 +713,27 @@ def test_a_row_of_sum_labels_under_the_items_ends_their_table() -> None:
     items = invoice_data(draw)["line_items"]
     assert isinstance(items, list)
     assert [(i["description"], i["amount"]) for i in items] == [("Wartung Heizung", "1200.00")]
+
+
+def test_a_line_under_the_prices_beside_the_last_row_is_none_of_its_description() -> None:
+    data = invoice_data(
+        [
+            (60, 50, "Invoice", 18),
+            (60, 80, "Invoice No. 2031-204"),
+            (60, 94, "Date: 2031-07-01"),
+            (60, 120, "Bill to: Harbour Lights Ltd"),
+            (60, 200, "Description"),
+            (300, 200, "Price"),
+            (380, 200, "Qty"),
+            (450, 200, "Amount"),
+            (60, 220, "Survey"),
+            (300, 220, "50.00"),
+            (380, 220, "2"),
+            (450, 220, "100.00"),
+            (60, 236, "Harbour wall, east side"),
+            (305, 252, "Settled in full: 100.00 GBP"),
+        ]
+    )
+    items = data["line_items"]
+    assert isinstance(items, list)
+    assert [i["description"] for i in items] == ["Survey Harbour wall, east side"]

@@ -632,6 +632,11 @@ def _continues(line: Line, header: Header, row: Row) -> bool:
     x = header.x_of("description")
     if x is None or len(line.cells) > 2 or len(row.description) >= 40:
         return False
+    # A line that begins under a column after the description's ("Total due: 17 115,45"
+    # under the prices, beside the last row) is none of its text.
+    following = [c.x0 for c in header.columns if c.x0 > x + 12 and c.kind != "description"]
+    if following and line.x0 >= min(following) - 6:
+        return False
     return line.x0 >= x - 12 or _under_its_description(line, header, x)
 
 
