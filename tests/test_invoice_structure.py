@@ -737,3 +737,28 @@ def test_a_line_under_the_prices_beside_the_last_row_is_none_of_its_description(
     items = data["line_items"]
     assert isinstance(items, list)
     assert [i["description"] for i in items] == ["Survey Harbour wall, east side"]
+
+
+def _priced_under(with_price_line: bool) -> Draw:
+    draw: Draw = [
+        (60, 50, "Rechnung", 18),
+        (60, 80, "Rechnung Nr. 3107"),
+        (60, 94, "Datum: 02.08.2031"),
+        (60, 120, "Kunde: Ostwind Logistik AG"),
+        (70, 200, "Leistung"),
+        (220, 200, "Menge"),
+        (370, 200, "Betrag"),
+        (90, 220, "Wartung Heizung"),
+        (260, 220, "3 Std."),
+        (370, 220, "270,00€ exkl. USt"),
+        (240, 234, "Preis pro Std.: 90€"),
+        (220, 270, "Gesamtbetrag Netto:"),
+        (390, 270, "270,00€"),
+    ]
+    return draw if with_price_line else [d for d in draw if not d[2].startswith("Preis")]
+
+
+def test_a_row_s_amount_followed_by_the_words_that_say_it_is_net() -> None:
+    items = invoice_data(_priced_under(False))["line_items"]
+    assert isinstance(items, list) and len(items) == 1
+    assert (items[0]["quantity"], items[0]["amount"]) == ("3", "270.00")

@@ -195,9 +195,22 @@ def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]
                 out.append((number, cell, True))  # "10 Stk", "10.000 kWh": a quantity
                 continue
         value = sheet.amount(text)
+        if not isinstance(value, Decimal):
+            value = _net_qualified(text, sheet)
         if isinstance(value, Decimal):
             out.append((value, cell, False))
     return out
+
+
+def _net_qualified(text: str, sheet: Sheet) -> Decimal | None:
+    """An amount followed by the words that say it is without tax, and nothing more
+    ("1.050,00€ exkl. Ust", "80.00 excl. VAT"): the amount."""
+    head, _, tail = text.partition(" ")
+    label = sum_label(tail) if tail else None
+    if not label or label[0] != "net" or tail[label[1] :].strip(" .)"):
+        return None
+    value = sheet.amount(head)
+    return value if isinstance(value, Decimal) else None
 
 
 def _words_after_unit(text: str, match: re.Match[str]) -> bool:
