@@ -762,3 +762,13 @@ def test_a_row_s_amount_followed_by_the_words_that_say_it_is_net() -> None:
     items = invoice_data(_priced_under(False))["line_items"]
     assert isinstance(items, list) and len(items) == 1
     assert (items[0]["quantity"], items[0]["amount"]) == ("3", "270.00")
+
+
+def test_a_unit_price_labelled_on_the_line_under_its_row() -> None:
+    result = extraction(_priced_under(True))
+    data = result.data
+    assert isinstance(data, dict)
+    items = data["line_items"]
+    assert isinstance(items, list) and len(items) == 1
+    assert (items[0]["description"], items[0]["unit_price"]) == ("Wartung Heizung", "90")
+    assert result.fields["line_items"] <= 0.85

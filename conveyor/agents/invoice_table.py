@@ -564,6 +564,9 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             last, last_bottom, previous = row, line.y1, line
             lone = None
             continue
+        if last is not None and _near(line, previous) and _price_under(line, last, sheet):
+            previous = line
+            continue
         lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
         if last is not None and _continues(line, header, last) and _near(line, previous):
             last.description.append(line.text)
@@ -607,6 +610,26 @@ def _trailing_amount(line: Line, header: Header, sheet: Sheet) -> Decimal | None
     if len(line.cells) > 3:
         return None  # a row of its own, not the rest of the one above
     return value
+
+
+_LABELLED_AMOUNT = re.compile(r"^[^\d:]{3,40}:\s*(?P<amount>\S+)$")
+
+
+def _price_under(line: Line, row: Row, sheet: Sheet) -> bool:
+    """A row read without its unit price, and under it a line of one labelled amount that
+    times the row's quantity makes the row's amount ("7 Stunden | 1.050,00€" over "Preis
+    pro Stunde: 150€"): the unit price, now the row's. The row's reading stays doubted
+    (0.75): the label is not known."""
+    item = row.item
+    if item.unit_price is not None or not item.quantity or item.amount is None:
+        return False
+    match = _LABELLED_AMOUNT.match(line.text.strip()) if len(line.cells) == 1 else None
+    price = sheet.amount(match.group("amount")) if match else None
+    if not isinstance(price, Decimal) or not _close(item.quantity * price, item.amount):
+        return False
+    row.item = item.model_copy(update={"unit_price": price})
+    row.confidence = min(row.confidence, WEAK)
+    return True
 
 
 def _complete(row: Row, amount: Decimal) -> None:
