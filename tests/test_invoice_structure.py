@@ -772,3 +772,33 @@ def test_a_unit_price_labelled_on_the_line_under_its_row() -> None:
     assert isinstance(items, list) and len(items) == 1
     assert (items[0]["description"], items[0]["unit_price"]) == ("Wartung Heizung", "90")
     assert result.fields["line_items"] <= 0.85
+
+
+def _position(lines: list[tuple[str, str]], net: tuple[str, str]) -> Draw:
+    draw: Draw = [
+        (60, 50, "Rechnung", 18),
+        (60, 80, "Rechnung Nr. 4410"),
+        (60, 94, "Datum: 09.09.2031"),
+        (60, 120, "Kunde: Ostwind Logistik AG"),
+    ]
+    for k, (label, value) in enumerate(lines):
+        draw += [(60, 200 + 14 * k, label), (300, 200 + 14 * k, value)]
+    return [*draw, (60, 320, net[0]), (300, 320, net[1])]
+
+
+def test_a_position_s_label_wrapped_beside_another_label_is_no_new_position() -> None:
+    # "Code der Mengen-" over "Menge | Steuerart:": the end of a wrapped label beside
+    # the next label, which ends in its colon, is no second quantity.
+    block = [
+        ("Menge", "2"),
+        ("Einzelpreis", "50,00"),
+        ("Code der Mengen-", "Steuerart:"),
+        ("Menge", "Steuerart:"),
+        ("Gesamtpreis", "100,00"),
+        ("Bezeichnung:", "Wartung Heizung"),
+    ]
+    items = invoice_data(_position(block, ("Summe netto", "100,00")))["line_items"]
+    assert isinstance(items, list)
+    assert [(i["description"], i["quantity"], i["amount"]) for i in items] == [
+        ("Wartung Heizung", "2", "100.00")
+    ]

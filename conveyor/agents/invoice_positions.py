@@ -64,7 +64,9 @@ def read_positions(sheet: Sheet) -> list[LineItem]:
             if kind is None:
                 continue
             value = cells[c + 1].text.strip()
-            if _label(value) is None:
+            # A cell ending in a colon is another label ("quantité | Code de type de TVA:",
+            # the end of a label wrapped over two lines beside the next one): no value.
+            if _label(value) is None and not value.endswith(":"):
                 found.append((kind, value))
     groups: list[dict[str, str]] = []
     for kind, value in found:
