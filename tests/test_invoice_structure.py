@@ -802,3 +802,17 @@ def test_a_position_s_label_wrapped_beside_another_label_is_no_new_position() ->
     assert [(i["description"], i["quantity"], i["amount"]) for i in items] == [
         ("Wartung Heizung", "2", "100.00")
     ]
+
+
+def test_a_position_labelled_in_french_as_a_factur_x_viewer_prints_it() -> None:
+    block = [
+        ("Quantité", "3"),
+        ("Prix net de l'article", "40,00"),
+        ("Montant net de ligne", "120,00"),
+        ("Nom de l'article:", "Reliure de registres"),
+    ]
+    items = invoice_data(_position(block, ("Montant total HT", "120,00")))["line_items"]
+    assert isinstance(items, list)
+    assert [(i["description"], i["quantity"], i["unit_price"], i["amount"]) for i in items] == [
+        ("Reliure de registres", "3", "40.00", "120.00")
+    ]
