@@ -816,3 +816,45 @@ def test_a_position_labelled_in_french_as_a_factur_x_viewer_prints_it() -> None:
     assert [(i["description"], i["quantity"], i["unit_price"], i["amount"]) for i in items] == [
         ("Reliure de registres", "3", "40.00", "120.00")
     ]
+
+
+def test_the_second_line_of_a_header_repeated_on_the_next_page_ends_no_table() -> None:
+    def header(y: float) -> Draw:
+        return [
+            (60, y, "Beschreibung"),
+            (300, y, "Menge"),
+            (360, y, "Preis"),
+            (450, y, "Betrag"),
+            (360, y + 10, "netto"),
+            (450, y + 10, "netto"),
+        ]
+
+    first: Draw = [
+        (60, 50, "Rechnung", 18),
+        (60, 80, "Rechnung Nr. 5120"),
+        (60, 94, "Datum: 01.10.2031"),
+        (60, 120, "Kunde: Ostwind Logistik AG"),
+        *header(200),
+        (60, 226, "Wartung Heizung"),
+        (300, 226, "1"),
+        (360, 226, "100,00"),
+        (450, 226, "100,00"),
+        (60, 242, "Filter"),
+        (300, 242, "2"),
+        (360, 242, "15,00"),
+        (450, 242, "30,00"),
+    ]
+    second: Draw = [
+        *header(60),
+        (60, 86, "Anfahrt"),
+        (300, 86, "1"),
+        (360, 86, "45,00"),
+        (450, 86, "45,00"),
+        (300, 120, "Summe netto"),
+        (450, 120, "175,00"),
+    ]
+    data = extraction(first, second).data
+    assert isinstance(data, dict)
+    items = data["line_items"]
+    assert isinstance(items, list)
+    assert [i["amount"] for i in items] == ["100.00", "30.00", "45.00"]

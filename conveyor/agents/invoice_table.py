@@ -518,9 +518,14 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
         if header is None:
             continue
         head = sheet.lines[header.line]
-        if not rows and line.page == head.page and _header_rest(line, head, sheet):
-            # The second line of a header ("Price w/o" over "Tax"), or the upper line of
-            # the first row's description.
+        if (
+            (not rows or (last is None and i == header.line + 1))
+            and line.page == head.page
+            and _header_rest(line, head, sheet)
+        ):
+            # The second line of a header ("Price w/o" over "Tax"), also of the header
+            # repeated on the next page ("Wartość" over "netto", no sum's "netto"), or
+            # the upper line of the first row's description.
             lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
             continue
         if _ends(line):
