@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from conveyor.agents.invoice_reader import _two_cells_of_a_line
 from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, cell_amounts, currencies_in
-from tests.snippets import Draw, extraction
+from conveyor.documents.text import DocumentText, PageText
+from tests.snippets import Draw, extraction, invoice_data
 
 COMMA = NumberStyle(",", ".")
 DOT = NumberStyle(".", ",")
@@ -475,3 +478,383 @@ def test_a_subtotal_alone_that_the_items_make_names_no_total() -> None:
     for label in ("Sub-total", "Subtotal", "Netto"):
         data = extraction(_net_only(label, "900")).data
         assert isinstance(data, dict) and data["total"] is None, label
+
+
+def test_a_number_and_dates_printed_with_unicode_hyphens() -> None:
+    # A font that prints U+2010 (hyphen) where "-" is meant, in a number and in dates.
+    text = "\n".join(
+        [
+            "Facture",
+            "",
+            "Numéro de facture:      ZK\u20107731\u2010B",
+            "Date de la facture:     04\u201011\u20102025",
+            "Date d'échéance:        04\u201012\u20102025",
+            "",
+            "Atelier Quatre Vents SARL",
+            "Client: Maison Lebrun",
+            "",
+            "Montant total HT                 500,00",
+            "TVA 20 %                         100,00",
+            "Montant TTC                      600,00",
+        ]
+    )
+    data = extract_offline(DocumentText(pages=[PageText(1, text, True, len(text))]), "invoice").data
+    assert isinstance(data, dict)
+    assert (data["number"], data["issue_date"], data["due_date"]) == (
+        "ZK-7731-B",
+        "2025-11-04",
+        "2025-12-04",
+    )
+
+
+def test_a_number_sign_before_a_number_that_begins_with_the_document_s_word() -> None:
+    # "No. INV-..." is a sign and a number, not the label "No. Inv(oice)" and "-2031-007".
+    data = invoice_data(
+        [
+            (60, 50, "Invoice", 18),
+            (60, 80, "No. INV-2031-007"),
+            (60, 100, "Date: 2031-02-14"),
+            (60, 130, "Bill to"),
+            (60, 144, "Harbour Lights Ltd"),
+            (60, 200, "Description"),
+            (300, 200, "Qty"),
+            (360, 200, "Price"),
+            (450, 200, "Amount"),
+            (60, 220, "Survey"),
+            (300, 220, "2"),
+            (360, 220, "50.00"),
+            (450, 220, "100.00"),
+            (360, 260, "Total"),
+            (450, 260, "100.00"),
+        ]
+    )
+    assert data["number"] == "INV-2031-007"
+
+
+def test_a_date_alone_under_the_number_under_the_title_is_the_issue_date() -> None:
+    draw: Draw = [
+        (470, 50, "FACTURE", 16),
+        (60, 52, "Atelier Quatre Vents"),
+        (540, 66, "2031A07-014", "right"),
+        (60, 66, "12 rue des Lilas"),
+        (540, 80, "14/03/2031", "right"),
+        (60, 80, "69002 Lyon"),
+        (60, 94, "atelier@example.org"),
+        (60, 140, "CLIENT"),
+        (60, 154, "Maison Lebrun SARL"),
+        (60, 220, "DESCRIPTION"),
+        (400, 220, "QTÉ"),
+        (480, 220, "TOTAL HT"),
+        (60, 240, "Reliure de registres"),
+        (400, 240, "3"),
+        (480, 240, "450,00"),
+        (380, 280, "Total HT"),
+        (480, 280, "450,00"),
+    ]
+    data = invoice_data(draw)
+    assert (data["number"], data["issue_date"]) == ("2031A07-014", "2031-03-14")
+    # A date beside the sender's block, a line apart from the number, is some other date's.
+    apart = invoice_data([d if d[2] != "14/03/2031" else (540, 94, d[2], "right") for d in draw])
+    assert apart["issue_date"] is None
+
+
+def test_a_row_s_amount_is_the_number_set_under_the_amount_header() -> None:
+    # "Stück" and "Satz" are no known column words; the amount "Nettobetrag" and the
+    # gross "Gesamt" follow. The count, nearest the "Nettobetrag" header, is no amount.
+    data = invoice_data(
+        [
+            (60, 50, "Rechnung", 18),
+            (60, 80, "Rechnung Nr. 5512"),
+            (60, 94, "Datum: 02.05.2031"),
+            (60, 120, "Kunde: Ostwind Logistik AG"),
+            (40, 200, "Bezeichnung"),
+            (230, 200, "Stück"),
+            (290, 200, "Satz"),
+            (360, 200, "Nettobetrag"),
+            (440, 200, "USt. (19%)"),
+            (520, 200, "Gesamt"),
+            (40, 216, "Montage"),
+            (240, 216, "8"),
+            (285, 216, "95,00 €"),
+            (360, 216, "760,00 €"),
+            (440, 216, "144,40 €"),
+            (520, 216, "904,40 €"),
+            (280, 240, "Summe"),
+            (360, 240, "760,00 €"),
+            (440, 240, "144,40 €"),
+            (520, 240, "904,40 €"),
+        ]
+    )
+    items = data["line_items"]
+    assert isinstance(items, list) and len(items) == 1
+    assert (items[0]["quantity"], items[0]["unit_price"], items[0]["amount"]) == (
+        "8",
+        "95.00",
+        "760.00",
+    )
+
+
+def _taxes_box(amounts: tuple[str, str, str]) -> Draw:
+    # The sums in boxes under a row of labels, only the tax's a known one, each amount
+    # set flush right in its box.
+    return [
+        (60, 50, "Rechnung", 18),
+        (60, 80, "Rechnung Nr. 2031-88"),
+        (60, 94, "Datum: 11.04.2031"),
+        (60, 120, "Kunde: Ostwind Logistik AG"),
+        (60, 200, "Beschreibung"),
+        (300, 200, "Menge"),
+        (360, 200, "Preis"),
+        (450, 200, "Betrag"),
+        (60, 220, "Wartung Heizung"),
+        (300, 220, "1"),
+        (360, 220, "1 200,00"),
+        (450, 220, "1 200,00"),
+        (60, 300, "Satz"),
+        (180, 300, "Grundlage"),
+        (300, 300, "Steuerbetrag"),
+        (420, 300, "Zusammen"),
+        (60, 316, "19 %"),
+        (290, 316, amounts[0], "right"),
+        (410, 316, amounts[1], "right"),
+        (530, 316, amounts[2], "right"),
+    ]
+
+
+def test_net_tax_and_gross_under_a_row_of_labels_only_the_tax_s_known() -> None:
+    result = extraction(_taxes_box(("1 200,00", "228,00", "1 428,00")))
+    data = result.data
+    assert isinstance(data, dict)
+    assert (data["subtotal"], data["tax"], data["total"]) == ("1200.00", "228.00", "1428.00")
+    assert result.fields["total"] <= 0.85  # no known label names the total
+    # Amounts that do not add up are no such row.
+    data = invoice_data(_taxes_box(("1 200,00", "228,00", "1 500,00")))
+    assert data["total"] != "1500.00"
+
+
+def test_a_seller_s_name_that_is_both_cells_of_a_line_is_a_heading() -> None:
+    # "Anschrift | Anschrift" heads the seller's and the buyer's columns: read as the
+    # seller's name, it is a label, however surely its block was found.
+    text = "\n".join(
+        [
+            "Verkäufer                          Käufer",
+            "Anschrift                          Anschrift",
+            "Lindenweg 4                        Am Kai 12",
+            "20095 Hamburg                      28195 Bremen",
+            "",
+            "Lindenweg 4 - 20095 Hamburg",
+        ]
+    )
+    sheet = Sheet.of(DocumentText(pages=[PageText(1, text, True, len(text))]))
+    assert _two_cells_of_a_line(sheet, "Anschrift")
+    # A name printed on two lines, or beside other words, heads nothing.
+    assert not _two_cells_of_a_line(sheet, "Lindenweg 4")
+    assert not _two_cells_of_a_line(sheet, "Verkäufer")
+
+
+def _numbered(value: str) -> Draw:
+    return [
+        (60, 50, "Sprzedawca: Pracownia Lipowa"),
+        (440, 50, "Numer faktury"),
+        (440, 64, value),
+        (60, 100, "Nabywca: Zakład Brzozowy"),
+        (60, 120, "Data wystawienia: 2031-05-30"),
+        (60, 200, "Nazwa"),
+        (300, 200, "Ilość"),
+        (360, 200, "Cena"),
+        (450, 200, "Wartość"),
+        (60, 220, "Usługa"),
+        (300, 220, "1"),
+        (360, 220, "500,00"),
+        (450, 220, "500,00"),
+    ]
+
+
+def test_an_invoice_number_shaped_like_a_date_under_its_label() -> None:
+    # "3/05/2031": the third invoice of May 2031, under the number's own label.
+    data = invoice_data(_numbered("3/05/2031"))
+    assert (data["number"], data["issue_date"]) == ("3/05/2031", "2031-05-30")
+    # Beside another label the date is that label's, not the number.
+    beside = invoice_data([*_numbered(""), (440, 64, "Termin: 3/06/2031")])
+    assert beside["number"] is None
+
+
+def test_a_date_label_that_goes_on_with_a_clause_before_its_colon() -> None:
+    data = invoice_data(
+        [
+            (60, 50, "Invoice", 18),
+            (60, 80, "Invoice No. 2031-118"),
+            (60, 100, "Date of issue, subject to section 12 of the act: 14.06.2031"),
+            (60, 114, "Delivered on:"),
+            (60, 128, "02.06.2031"),
+            (60, 160, "Bill to: Harbour Lights Ltd"),
+            (60, 200, "Description"),
+            (300, 200, "Qty"),
+            (360, 200, "Price"),
+            (450, 200, "Amount"),
+            (60, 220, "Survey"),
+            (300, 220, "2"),
+            (360, 220, "50.00"),
+            (450, 220, "100.00"),
+        ]
+    )
+    assert data["issue_date"] == "2031-06-14"
+
+
+def test_a_row_of_sum_labels_under_the_items_ends_their_table() -> None:
+    # The sums' box set just under the one row, as close as a second row would be, its
+    # rate named in words as a description would be.
+    draw = [
+        (x, y - 60, "Regelsatz 19 %" if rest[0] == "19 %" else rest[0], *rest[1:])
+        if y >= 300
+        else (x, y, *rest)
+        for x, y, *rest in _taxes_box(("1 200,00", "228,00", "1 428,00"))
+    ]
+    items = invoice_data(draw)["line_items"]
+    assert isinstance(items, list)
+    assert [(i["description"], i["amount"]) for i in items] == [("Wartung Heizung", "1200.00")]
+
+
+def test_a_line_under_the_prices_beside_the_last_row_is_none_of_its_description() -> None:
+    data = invoice_data(
+        [
+            (60, 50, "Invoice", 18),
+            (60, 80, "Invoice No. 2031-204"),
+            (60, 94, "Date: 2031-07-01"),
+            (60, 120, "Bill to: Harbour Lights Ltd"),
+            (60, 200, "Description"),
+            (300, 200, "Price"),
+            (380, 200, "Qty"),
+            (450, 200, "Amount"),
+            (60, 220, "Survey"),
+            (300, 220, "50.00"),
+            (380, 220, "2"),
+            (450, 220, "100.00"),
+            (60, 236, "Harbour wall, east side"),
+            (305, 252, "Settled in full: 100.00 GBP"),
+        ]
+    )
+    items = data["line_items"]
+    assert isinstance(items, list)
+    assert [i["description"] for i in items] == ["Survey Harbour wall, east side"]
+
+
+def _priced_under(with_price_line: bool) -> Draw:
+    draw: Draw = [
+        (60, 50, "Rechnung", 18),
+        (60, 80, "Rechnung Nr. 3107"),
+        (60, 94, "Datum: 02.08.2031"),
+        (60, 120, "Kunde: Ostwind Logistik AG"),
+        (70, 200, "Leistung"),
+        (220, 200, "Menge"),
+        (370, 200, "Betrag"),
+        (90, 220, "Wartung Heizung"),
+        (260, 220, "3 Std."),
+        (370, 220, "270,00€ exkl. USt"),
+        (240, 234, "Preis pro Std.: 90€"),
+        (220, 270, "Gesamtbetrag Netto:"),
+        (390, 270, "270,00€"),
+    ]
+    return draw if with_price_line else [d for d in draw if not d[2].startswith("Preis")]
+
+
+def test_a_row_s_amount_followed_by_the_words_that_say_it_is_net() -> None:
+    items = invoice_data(_priced_under(False))["line_items"]
+    assert isinstance(items, list) and len(items) == 1
+    assert (items[0]["quantity"], items[0]["amount"]) == ("3", "270.00")
+
+
+def test_a_unit_price_labelled_on_the_line_under_its_row() -> None:
+    result = extraction(_priced_under(True))
+    data = result.data
+    assert isinstance(data, dict)
+    items = data["line_items"]
+    assert isinstance(items, list) and len(items) == 1
+    assert (items[0]["description"], items[0]["unit_price"]) == ("Wartung Heizung", "90")
+    assert result.fields["line_items"] <= 0.85
+
+
+def _position(lines: list[tuple[str, str]], net: tuple[str, str]) -> Draw:
+    draw: Draw = [
+        (60, 50, "Rechnung", 18),
+        (60, 80, "Rechnung Nr. 4410"),
+        (60, 94, "Datum: 09.09.2031"),
+        (60, 120, "Kunde: Ostwind Logistik AG"),
+    ]
+    for k, (label, value) in enumerate(lines):
+        draw += [(60, 200 + 14 * k, label), (300, 200 + 14 * k, value)]
+    return [*draw, (60, 320, net[0]), (300, 320, net[1])]
+
+
+def test_a_position_s_label_wrapped_beside_another_label_is_no_new_position() -> None:
+    # "Code der Mengen-" over "Menge | Steuerart:": the end of a wrapped label beside
+    # the next label, which ends in its colon, is no second quantity.
+    block = [
+        ("Menge", "2"),
+        ("Einzelpreis", "50,00"),
+        ("Code der Mengen-", "Steuerart:"),
+        ("Menge", "Steuerart:"),
+        ("Gesamtpreis", "100,00"),
+        ("Bezeichnung:", "Wartung Heizung"),
+    ]
+    items = invoice_data(_position(block, ("Summe netto", "100,00")))["line_items"]
+    assert isinstance(items, list)
+    assert [(i["description"], i["quantity"], i["amount"]) for i in items] == [
+        ("Wartung Heizung", "2", "100.00")
+    ]
+
+
+def test_a_position_labelled_in_french_as_a_factur_x_viewer_prints_it() -> None:
+    block = [
+        ("Quantité", "3"),
+        ("Prix net de l'article", "40,00"),
+        ("Montant net de ligne", "120,00"),
+        ("Nom de l'article:", "Reliure de registres"),
+    ]
+    items = invoice_data(_position(block, ("Montant total HT", "120,00")))["line_items"]
+    assert isinstance(items, list)
+    assert [(i["description"], i["quantity"], i["unit_price"], i["amount"]) for i in items] == [
+        ("Reliure de registres", "3", "40.00", "120.00")
+    ]
+
+
+def test_the_second_line_of_a_header_repeated_on_the_next_page_ends_no_table() -> None:
+    def header(y: float) -> Draw:
+        return [
+            (60, y, "Beschreibung"),
+            (300, y, "Menge"),
+            (360, y, "Preis"),
+            (450, y, "Betrag"),
+            (360, y + 10, "netto"),
+            (450, y + 10, "netto"),
+        ]
+
+    first: Draw = [
+        (60, 50, "Rechnung", 18),
+        (60, 80, "Rechnung Nr. 5120"),
+        (60, 94, "Datum: 01.10.2031"),
+        (60, 120, "Kunde: Ostwind Logistik AG"),
+        *header(200),
+        (60, 226, "Wartung Heizung"),
+        (300, 226, "1"),
+        (360, 226, "100,00"),
+        (450, 226, "100,00"),
+        (60, 242, "Filter"),
+        (300, 242, "2"),
+        (360, 242, "15,00"),
+        (450, 242, "30,00"),
+    ]
+    second: Draw = [
+        *header(60),
+        (60, 86, "Anfahrt"),
+        (300, 86, "1"),
+        (360, 86, "45,00"),
+        (450, 86, "45,00"),
+        (300, 120, "Summe netto"),
+        (450, 120, "175,00"),
+    ]
+    data = extraction(first, second).data
+    assert isinstance(data, dict)
+    items = data["line_items"]
+    assert isinstance(items, list)
+    assert [i["amount"] for i in items] == ["100.00", "30.00", "45.00"]

@@ -18,7 +18,7 @@ from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_columns import column_kind
 from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_rules import ORDER_CONFIDENCE
-from conveyor.agents.invoice_sheet import Sheet
+from conveyor.agents.invoice_sheet import Sheet, Spot
 from conveyor.agents.values import (
     DateToken,
     currencies_in,
@@ -187,6 +187,25 @@ def _under_title(sheet: Sheet, index: int, title: Cell) -> tuple[str, int] | Non
     return None
 
 
+def _dated_under_title(
+    sheet: Sheet, index: int, title: Cell
+) -> tuple[DateToken, float, int] | None:
+    """A date alone on the line just under the number printed alone under the title, in
+    the title's column ("FACTURE" over "2026F02-001" over "02/03/2026"): no label says
+    which date it is, and the one the heading gives is the issue's, a guess (0.75)."""
+    under = _under_title(sheet, index, title)
+    if under is None or under[1] + 1 >= len(sheet.lines):
+        return None
+    line, below = sheet.lines[under[1]], sheet.lines[under[1] + 1]
+    if below.page != line.page or below.y0 - line.y1 > 1.5 * line.height:
+        return None
+    column = [c for c in below.cells if c.x1 >= title.x0 and c.x0 <= title.x1]
+    tokens = dates_in(column[0].text) if len(column) == 1 else []
+    if len(tokens) == 1 and tokens[0].text == column[0].text.strip():
+        return tokens[0], WEAK, under[1] + 1
+    return None
+
+
 def _in_a_block(sheet: Sheet, index: int, cell: Cell) -> bool:
     line = sheet.lines[index]
     for j in (index - 1, index + 1):
@@ -214,14 +233,47 @@ def _size(cell: Cell) -> float:
     return max(w.y1 - w.y0 for w in cell.words)
 
 
+def _whole_words(text: str, label: tuple[str, int] | None) -> tuple[str, int] | None:
+    """A label that ends inside a word ("No. INV-2025-091" read as "No. Inv", a sign and
+    the document's word) ends before that word: the word, joined on by its hyphen or its
+    slash, is the value, and the label is what the words before it make ("No.")."""
+    if not label or label[0] != "number":
+        return label
+    end = label[1]
+    if not (0 < end < len(text) and text[end] in "-/" and text[end - 1].isalnum()):
+        return label
+    start = text.rfind(" ", 0, end) + 1
+    shorter = field_label(text[:start].rstrip()) if start else None
+    return shorter or label
+
+
+def _date_shaped(spots: list[Spot]) -> str | None:
+    """A number shaped like a date ("Numer faktury" over "2/11/2023", the second invoice
+    of November): the value of an invoice number's own label when it is the only one
+    there, a cell of its own beside or under it and no value of any other label. It may
+    be a date the label stands by: a guess (0.75)."""
+    if any(_token(spot.text) for spot in spots):
+        return None
+    for spot in spots:
+        text = spot.text.strip()
+        if spot.how == "same" or field_label(text) or " " in text:
+            continue
+        if dates_in(text) and _NUMBER.match(text) and dates_in(text)[0].text == text:
+            return text
+    return None
+
+
 def numbers(sheet: Sheet) -> list[Candidate]:
     found: list[Candidate] = []
     for i, line in enumerate(sheet.lines):
         for c, cell in enumerate(line.cells):
-            label = field_label(cell.text)
+            label = _whole_words(cell.text, field_label(cell.text))
             if label and label[0] in ("number", "weak_number"):
                 hashed = "#" in cell.text[max(0, label[1] - 1) : label[1] + 2]
-                for spot in sheet.values_of(i, c, label[1], below=1):
+                spots = sheet.values_of(i, c, label[1], below=1)
+                if label[0] == "number" and (dated := _date_shaped(spots)) is not None:
+                    found.append(Candidate(dated, WEAK, i))
+                for spot in spots:
                     number = _token(f"#{spot.text}" if hashed and spot.how == "same" else spot.text)
                     if number and c and spot.how == "below":
                         number = _series(sheet, i, c) + number
@@ -338,6 +390,19 @@ def _under(label: Cell, value: Cell, tokens: list[DateToken]) -> DateToken:
     return tokens[best]
 
 
+_CLAUSE = re.compile(r"^\s*[,(]")
+
+
+def _after_a_clause(rest: str) -> str | None:
+    """What follows the last colon of a label's cell, when the label goes on with a clause
+    set off by a comma or a parenthesis ("Data wystawienia, z zastrzeżeniem art. 106na
+    ust. 1 ustawy: 31.10.2025", "Date of issue (as the law requires): ..."): the value."""
+    if not _CLAUSE.match(rest) or ":" not in rest:
+        return None
+    after = rest.rsplit(":", 1)[1].strip()
+    return after or None
+
+
 def _date_from(sheet: Sheet, spots_text: list[str]) -> DateToken | None:
     for text in spots_text:
         tokens = dates_in(text)
@@ -374,6 +439,10 @@ def dates(
                 token = _date_from(sheet, texts[:3])
                 if token:
                     issue.append((token, SURE if label[0] == "issue" else FAIR, i))
+                elif (after := _after_a_clause(cell.text[label[1] :])) is not None:
+                    token = _date_from(sheet, [after])
+                    if token:
+                        issue.append((token, FAIR if label[0] == "issue" else WEAK, i))
             elif label and label[0] == "due":
                 spots = sheet.values_of(i, c, label[1], below=4)
                 if value_words(cell.text) > _VALUE_WORDS + 3:
@@ -407,6 +476,8 @@ def dates(
                     tokens = dates_in(after)
                     if tokens:
                         issue.append((tokens[0], LIKELY, i))
+                elif not number and (dated := _dated_under_title(sheet, i, cell)) is not None:
+                    issue.append(dated)
     if not issue:
         issue += _dated_at_a_place(sheet)
     if not due:

@@ -22,14 +22,15 @@ from conveyor.documents.types import LineItem
 _LABELS = {
     "description": r"bezeichnung|artikelname|produktname|leistungsbezeichnung|description|"
     r"item\s*name|product\s*name|designation|libelle|descripcion|denominacion|descrizione|"
-    r"omschrijving|descricao|beskrivelse|beskrivning",
+    r"omschrijving|descricao|beskrivelse|beskrivning|nom\s*de\s*l['\u2019]?\s*article",
     "quantity": r"menge|anzahl|quantity|qty|quantite|cantidad|quantita|aantal|quantidade|"
     r"antall|antal",
     "price": r"(?:netto\s*)?preis\s*pro\s*einheit|einzelpreis|unit\s*price|net\s*price|"
     r"prix\s*unitaire|precio\s*unitario|prezzo\s*unitario|stukprijs|preco\s*unitario|"
-    r"enhetspris|enhedspris|a\s*-?\s*pris",
+    r"enhetspris|enhedspris|a\s*-?\s*pris|prix\s*net\s*de\s*l['\u2019]?\s*article",
     "amount": r"gesamtpreis|nettobetrag|positionsbetrag|line\s*(?:net\s*)?(?:total|amount)|"
-    r"net\s*amount|montant\s*(?:ht|net)|importe(?:\s*neto)?|importo|bedrag|valor\s*total|"
+    r"net\s*amount|montant\s*(?:ht|net)(?:\s*de\s*(?:la\s*)?ligne)?|importe(?:\s*neto)?|"
+    r"importo|bedrag|valor\s*total|"
     r"belop|belopp|belob",
 }
 _LABEL = {
@@ -64,7 +65,9 @@ def read_positions(sheet: Sheet) -> list[LineItem]:
             if kind is None:
                 continue
             value = cells[c + 1].text.strip()
-            if _label(value) is None:
+            # A cell ending in a colon is another label ("quantité | Code de type de TVA:",
+            # the end of a label wrapped over two lines beside the next one): no value.
+            if _label(value) is None and not value.endswith(":"):
                 found.append((kind, value))
     groups: list[dict[str, str]] = []
     for kind, value in found:

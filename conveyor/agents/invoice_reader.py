@@ -65,6 +65,8 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
     )
     vendor, customer = invoice_parties.parties(sheet)
     fields["vendor.name"] = _corroborated(sheet, vendor) if vendor.name else 0.0
+    if vendor.name and _two_cells_of_a_line(sheet, vendor.name):
+        fields["vendor.name"] = min(fields["vendor.name"], invoice_fields.WEAK)
     fields["vendor.address"] = invoice_fields.WEAK if vendor.address else 0.0
     fields["vendor.tax_id"] = invoice_fields.LIKELY if vendor.tax_id else invoice_fields.WEAK
     fields["customer.name"] = _corroborated(sheet, customer) if customer.name else 0.0
@@ -122,6 +124,17 @@ def _corroborated(sheet: Sheet, party: invoice_parties.Party) -> float:
     if sum(invoice_labels.fold(line.text).count(name) for line in sheet.lines) >= 2:
         return party.name_conf
     return min(party.name_conf, invoice_fields.FAIR)
+
+
+def _two_cells_of_a_line(sheet: Sheet, name: str) -> bool:
+    """Whether a seller's name of one word is both cells of a line ("Adres | Adres" over
+    the seller's and the buyer's blocks): it heads both columns, as a label does. (A
+    buyer's name may well be printed twice side by side, under "Bill to" and "Ship to".)"""
+    folded = invoice_labels.fold(name)
+    return len(name.split()) == 1 and any(
+        len(line.cells) == 2 and all(invoice_labels.fold(c.text) == folded for c in line.cells)
+        for line in sheet.lines
+    )
 
 
 def _taxed(items: list[LineItem]) -> bool:

@@ -9,7 +9,7 @@ values). `values_of` lists them in that order; the rules decide which one fits.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from conveyor.agents.invoice_labels import fold
@@ -45,6 +45,19 @@ def _rotated(line: Line) -> bool:
     return bool(words) and all(w.y1 - w.y0 >= 0.9 * (w.x1 - w.x0) for w in words)
 
 
+# The hyphens of Unicode that are no minus and no dash: a font may print a number or a
+# date with them ("IOPOLE\u2010jdz7", "18\u201008\u20102026"), where a reader looks for "-".
+_HYPHENS = str.maketrans({"\u2010": "-", "\u2011": "-"})
+
+
+def _plain_hyphens(page: PageLayout) -> PageLayout:
+    """The page with its words' Unicode hyphens (U+2010, U+2011) read as "-"."""
+    if not any("\u2010" in w.text or "\u2011" in w.text for w in page.words):
+        return page
+    words = tuple(replace(w, text=w.text.translate(_HYPHENS)) for w in page.words)
+    return replace(page, words=words)
+
+
 def _goes_on(tail: str, head: str, words: frozenset[str]) -> bool:
     """Whether `head`, beginning a line, goes on the word `tail` ended the line above
     with: it is in lower case, or in capitals after capitals ("FORNI" / "TURA" in a text
@@ -63,9 +76,9 @@ class Sheet:
 
     @classmethod
     def of(cls, text: DocumentText) -> Sheet:
-        pages = text.layouts(MAX_PAGES)
+        pages = [_plain_hyphens(page) for page in text.layouts(MAX_PAGES)]
         lines = [line for page in pages for line in lines_of(page) if not _rotated(line)]
-        plain = "\n".join(p.text for p in text.pages[:MAX_PAGES])
+        plain = "\n".join(p.text for p in text.pages[:MAX_PAGES]).translate(_HYPHENS)
         styles = number_styles(plain)
         return cls(lines, pages, styles[0], styles, plain)
 

@@ -58,6 +58,7 @@ class Amount:
     value: Decimal
     weight: float
     line: int
+    doubted: bool = False  # read where no label of its own names it: never read for sure
 
 
 def candidates(sheet: Sheet) -> list[Amount]:
@@ -65,7 +66,10 @@ def candidates(sheet: Sheet) -> list[Amount]:
     for i, line in enumerate(sheet.lines):
         cells = _qualified(sheet, line.cells)
         labelled = [sum_label(cell.text) for cell in cells]
-        if not any(labelled) or _is_header(line):
+        if not any(labelled):
+            found += _under_a_row_of_labels(sheet, i)
+            continue
+        if _is_header(line):
             continue  # "Description | Price | Qty | Subtotal": a column's name, not a sum's
         for c, cell in enumerate(cells):
             label = labelled[c]
@@ -123,6 +127,45 @@ def candidates(sheet: Sheet) -> list[Amount]:
             for value, weight in values:
                 found.append(Amount(kind, value, weight * PRIOR[kind], i))
     return found
+
+
+def _under_a_row_of_labels(sheet: Sheet, index: int) -> list[Amount]:
+    """A line of amounts with no label of its own, just under a line of three labels or
+    more, one a tax's, that heads no item table ("Rate | Amount net | Amount of tax |
+    Amount gross" over "23% | 13 915,00 | 3 200,45 | 17 115,45"): when two of its amounts
+    make the last, and the one taken for the tax stands in the tax's label's box, they are
+    the net, the tax and the gross. The other labels may be words not known: read at a
+    guess short of sure."""
+    if index == 0:
+        return []
+    line, above = sheet.lines[index], sheet.lines[index - 1]
+    if above.page != line.page or line.y0 - above.y1 > 1.5 * max(above.height, 8.0):
+        return []
+    if len(above.cells) < 3 or any(ch.isdigit() for ch in above.text) or _is_header(above):
+        return []
+    # Each label's box runs from it to the next label: its value may be set flush right.
+    boxes = [
+        (cell.x0 - 4, nxt.x0 + 4 if nxt else sheet.page_width(line.page))
+        for cell, nxt in zip(above.cells, [*above.cells[1:], None], strict=True)
+        if (label := sum_label(cell.text)) and label[0] == "tax"
+    ]
+    if not boxes:
+        return []
+    amounts = [
+        (value, cell)
+        for cell in line.cells
+        if isinstance(value := sheet.amount(cell.text), Decimal)
+    ]
+    row = _net_tax_gross([value for value, _ in amounts])
+    if row is None:
+        return []
+    tax_cell = next(cell for value, cell in amounts if value == row[1])
+    if not any(left <= tax_cell.x0 and tax_cell.x1 <= right for left, right in boxes):
+        return []
+    return [
+        Amount(part, value, ROW_OF_THREE, index, doubted=True)
+        for part, value in zip(("net", "tax", "gross"), row, strict=True)
+    ]
 
 
 # "netto" / "brutto" / "net" / "gross" set apart from the words before it: what it qualifies.
@@ -315,7 +358,7 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
             conf[name] = SURE if picked.weight >= 0.8 and not rivals else LIKELY
         else:
             conf[name] = WEAK if not rivals else GUESS
-        if net.kind == "total-net":
+        if net.kind == "total-net" or picked.doubted:
             conf[name] = min(conf[name], FAIR)  # the sums agree by a net that no label names
     inside = False  # the taxes are inside the prices, and printed
     if (

@@ -195,9 +195,22 @@ def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]
                 out.append((number, cell, True))  # "10 Stk", "10.000 kWh": a quantity
                 continue
         value = sheet.amount(text)
+        if not isinstance(value, Decimal):
+            value = _net_qualified(text, sheet)
         if isinstance(value, Decimal):
             out.append((value, cell, False))
     return out
+
+
+def _net_qualified(text: str, sheet: Sheet) -> Decimal | None:
+    """An amount followed by the words that say it is without tax, and nothing more
+    ("1.050,00€ exkl. Ust", "80.00 excl. VAT"): the amount."""
+    head, _, tail = text.partition(" ")
+    label = sum_label(tail) if tail else None
+    if not label or label[0] != "net" or tail[label[1] :].strip(" .)"):
+        return None
+    value = sheet.amount(head)
+    return value if isinstance(value, Decimal) else None
 
 
 def _words_after_unit(text: str, match: re.Match[str]) -> bool:
@@ -345,7 +358,14 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
 
 
 def _under_amount(numbers: list[tuple[Decimal, Cell, bool]], header: Header) -> int | None:
-    """The index of the row's number under the amount header, if one is."""
+    """The index of the row's number under the amount header, if one is: the first one
+    set in an amount column's span, else the first one nearest an amount column. (A
+    quantity under a header of no known word, "Unités", is nearest the amount's "Total
+    Net" at its right, and is no amount when a number stands under that header.)"""
+    spans = [(c.x0, c.x1) for c in header.columns if c.kind == "amount"]
+    for k, (_, cell, _) in enumerate(numbers):
+        if any(cell.x1 >= x0 - 4 and cell.x0 <= x1 + 4 for x0, x1 in spans):
+            return k
     for k, (_, cell, _) in enumerate(numbers):
         if header.column_of(cell) == "amount":
             return k
@@ -383,7 +403,18 @@ def _ends(line: Line) -> bool:
     if TABLE_END.match(first):
         return True
     label = sum_label(line.cells[0].text)
-    return bool(label and not label[0].startswith("-") and label[0] not in _IN_TABLE)
+    if label and not label[0].startswith("-") and label[0] not in _IN_TABLE:
+        return True
+    return _a_row_of_sum_labels(line)
+
+
+def _a_row_of_sum_labels(line: Line) -> bool:
+    """Whether `line` is a row of three labels or more, words only, one of them a tax's
+    ("Stawka podatku | Kwota netto | Kwota podatku | Kwota brutto"): the head of the
+    sums' table under the items, which ends them."""
+    if len(line.cells) < 3 or any(ch.isdigit() for ch in line.text):
+        return False
+    return any((label := sum_label(c.text)) and label[0] == "tax" for c in line.cells)
 
 
 # How many lines past a section's subtotal the next section's first row may be (its
@@ -487,9 +518,14 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
         if header is None:
             continue
         head = sheet.lines[header.line]
-        if not rows and line.page == head.page and _header_rest(line, head, sheet):
-            # The second line of a header ("Price w/o" over "Tax"), or the upper line of
-            # the first row's description.
+        if (
+            (not rows or (last is None and i == header.line + 1))
+            and line.page == head.page
+            and _header_rest(line, head, sheet)
+        ):
+            # The second line of a header ("Price w/o" over "Tax"), also of the header
+            # repeated on the next page ("Wartość" over "netto", no sum's "netto"), or
+            # the upper line of the first row's description.
             lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
             continue
         if _ends(line):
@@ -532,6 +568,9 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             rows.append(row)
             last, last_bottom, previous = row, line.y1, line
             lone = None
+            continue
+        if last is not None and _near(line, previous) and _price_under(line, last, sheet):
+            previous = line
             continue
         lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
         if last is not None and _continues(line, header, last) and _near(line, previous):
@@ -578,6 +617,26 @@ def _trailing_amount(line: Line, header: Header, sheet: Sheet) -> Decimal | None
     return value
 
 
+_LABELLED_AMOUNT = re.compile(r"^[^\d:]{3,40}:\s*(?P<amount>\S+)$")
+
+
+def _price_under(line: Line, row: Row, sheet: Sheet) -> bool:
+    """A row read without its unit price, and under it a line of one labelled amount that
+    times the row's quantity makes the row's amount ("7 Stunden | 1.050,00€" over "Preis
+    pro Stunde: 150€"): the unit price, now the row's. The row's reading stays doubted
+    (0.75): the label is not known."""
+    item = row.item
+    if item.unit_price is not None or not item.quantity or item.amount is None:
+        return False
+    match = _LABELLED_AMOUNT.match(line.text.strip()) if len(line.cells) == 1 else None
+    price = sheet.amount(match.group("amount")) if match else None
+    if not isinstance(price, Decimal) or not _close(item.quantity * price, item.amount):
+        return False
+    row.item = item.model_copy(update={"unit_price": price})
+    row.confidence = min(row.confidence, WEAK)
+    return True
+
+
 def _complete(row: Row, amount: Decimal) -> None:
     """The amount of a row printed a line below it; the unit price from it if missing."""
     item = row.item
@@ -613,6 +672,11 @@ def _near(line: Line, previous: Line | None) -> bool:
 def _continues(line: Line, header: Header, row: Row) -> bool:
     x = header.x_of("description")
     if x is None or len(line.cells) > 2 or len(row.description) >= 40:
+        return False
+    # A line that begins under a column after the description's ("Total due: 17 115,45"
+    # under the prices, beside the last row) is none of its text.
+    following = [c.x0 for c in header.columns if c.x0 > x + 12 and c.kind != "description"]
+    if following and line.x0 >= min(following) - 6:
         return False
     return line.x0 >= x - 12 or _under_its_description(line, header, x)
 
