@@ -9,7 +9,7 @@ from reportlab.pdfbase.pdfmetrics import stringWidth  # type: ignore[import-unty
 from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.offline import extract_offline
-from conveyor.documents.text import extract_text
+from conveyor.documents.text import DocumentText, PageText, extract_text
 from conveyor.documents.types import Extraction
 
 # (x, y from the top, text[, font size | "right"]): 9 pt Helvetica unless a size is given;
@@ -45,3 +45,22 @@ def invoice_data(draw: Draw) -> dict[str, object]:
     data = extraction(draw).data
     assert isinstance(data, dict)
     return data
+
+
+def text_layer(text: str) -> DocumentText:
+    """One page of text as a PDF's text layer would give it (no PDF drawn): for snippets in
+    scripts whose glyphs reportlab's standard fonts cannot draw, laid out by spaces."""
+    return DocumentText(pages=[PageText(1, text, True, len(text))])
+
+
+def text_invoice_data(text: str) -> dict[str, object]:
+    data = extract_offline(text_layer(text), "invoice").data
+    assert isinstance(data, dict)
+    return data
+
+
+def party_name(data: dict[str, object], key: str) -> object:
+    """The name of the party `key` ("vendor", "customer") of an invoice's data."""
+    party = data[key]
+    assert isinstance(party, dict)
+    return party["name"]

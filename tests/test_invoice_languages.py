@@ -21,21 +21,8 @@ from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_party_labels import TAX_ID, name_label, party_heading
 from conveyor.agents.invoice_sum_labels import NO_VAT
 from conveyor.agents.legal_forms import name_forms
-from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import dates_in, month_number
-from conveyor.documents.text import DocumentText, PageText
-
-
-def read(text: str) -> dict[str, object]:
-    data = extract_offline(DocumentText(pages=[PageText(1, text, True, len(text))]), "invoice").data
-    assert isinstance(data, dict)
-    return data
-
-
-def name(data: dict[str, object], key: str) -> object:
-    party = data[key]
-    assert isinstance(party, dict)
-    return party["name"]
+from tests.snippets import party_name, text_invoice_data
 
 
 def test_folding_drops_greek_accents_and_the_final_sigma() -> None:
@@ -571,12 +558,12 @@ INVOICES = {
 @pytest.mark.parametrize("language", sorted(INVOICES))
 def test_an_invoice_in_each_language_is_read(language: str) -> None:
     text, (number, issued, due, seller, buyer, net, tax, total, rows) = INVOICES[language]
-    data = read(text)
+    data = text_invoice_data(text)
     assert data["number"] == number
     assert data["issue_date"] == issued
     assert data["due_date"] == due
-    assert name(data, "vendor") == seller
-    assert name(data, "customer") == buyer
+    assert party_name(data, "vendor") == seller
+    assert party_name(data, "customer") == buyer
     assert (data["subtotal"], data["tax"], data["total"]) == (net, tax, total)
     items = data["line_items"]
     assert isinstance(items, list) and len(items) == rows
@@ -926,7 +913,7 @@ def test_dates_with_the_months_name_in_each_language(language: str) -> None:
     for printed, named in NAMED_DATES[language].items():
         assert printed in text
         text = text.replace(printed, named)
-    data = read(text)
+    data = text_invoice_data(text)
     assert (data["issue_date"], data["due_date"]) == (issued, due)
 
 

@@ -9,32 +9,14 @@ import pytest
 from conveyor.agents.invoice_marks import Party
 from conveyor.agents.invoice_parties import _block_lines, _not_a_label, headings
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.offline import extract_offline
-from conveyor.documents.text import DocumentText, PageText
+from tests.snippets import party_name, text_invoice_data, text_layer
 
-
-def layer(text: str) -> DocumentText:
-    return DocumentText(pages=[PageText(1, text, True, len(text))])
-
-
-def read(text: str) -> dict[str, object]:
-    data = extract_offline(layer(text), "invoice").data
-    assert isinstance(data, dict)
-    return data
-
-
-def name(data: dict[str, object], key: str) -> object:
-    party = data[key]
-    assert isinstance(party, dict)
-    return party["name"]
-
-
-# Each heading centred over a box of labels and values: the seller's heading begins right
-# of its own box's labels and values, the buyer's labels begin left of the buyer's heading.
-CENTRED = """\
+# One invoice whose two party boxes of labels and values stand side by side, under the
+# headings line given.
+_BOXES = """\
 INVOICE 2024-117                                        Date: 04.03.2024
 
-                 SELLER                                            BUYER
+{headings}
 
 Name      Northwind Tools Ltd                         Name      Harbour Foods Ltd
 VAT ID    GB123456789                                 VAT ID    GB987654321
@@ -50,70 +32,44 @@ VAT 20%                                               4.00
 Total                                                 24.00
 """
 
-# The same invoice with its headings at their blocks' left edges: each block's values
-# stand right of its labels, the seller's well to the right of its heading.
-LEFT = """\
-INVOICE 2024-117                                        Date: 04.03.2024
+# Each heading centred over its box: the seller's heading begins right of its own box's
+# labels and values, the buyer's labels begin left of the buyer's heading.
+CENTRED = _BOXES.format(
+    headings="                 SELLER                                            BUYER"
+)
 
-SELLER                                                BUYER
-
-Name      Northwind Tools Ltd                         Name      Harbour Foods Ltd
-VAT ID    GB123456789                                 VAT ID    GB987654321
-Address   1 High Street, Leeds                        Address   2 Low Road, York
-
-
-
-Description          Qty      Unit price      Amount
-Garden hose          2        10.00           20.00
-
-Net                                                   20.00
-VAT 20%                                               4.00
-Total                                                 24.00
-"""
+# The headings at their blocks' left edges: each block's values stand right of its
+# labels, the seller's well to the right of its heading.
+LEFT = _BOXES.format(headings="SELLER                                                BUYER")
 
 # Only the buyer's heading is centred; the seller's is at its block's left edge, and the
 # buyer's box (its labels) begins left of where the buyer's heading does.
-MIXED = """\
-INVOICE 2024-117                                        Date: 04.03.2024
-
-SELLER                                                             BUYER
-
-Name      Northwind Tools Ltd                         Name      Harbour Foods Ltd
-VAT ID    GB123456789                                 VAT ID    GB987654321
-Address   1 High Street, Leeds                        Address   2 Low Road, York
-
-
-
-Description          Qty      Unit price      Amount
-Garden hose          2        10.00           20.00
-
-Net                                                   20.00
-VAT 20%                                               4.00
-Total                                                 24.00
-"""
+MIXED = _BOXES.format(
+    headings="SELLER                                                             BUYER"
+)
 
 
 def test_headings_centred_over_their_boxes_own_the_cells_nearer_them() -> None:
-    data = read(CENTRED)
-    assert name(data, "vendor") == "Northwind Tools Ltd"
-    assert name(data, "customer") == "Harbour Foods Ltd"
+    data = text_invoice_data(CENTRED)
+    assert party_name(data, "vendor") == "Northwind Tools Ltd"
+    assert party_name(data, "customer") == "Harbour Foods Ltd"
 
 
 def test_headings_at_their_blocks_left_edge_keep_their_blocks() -> None:
-    data = read(LEFT)
-    assert name(data, "vendor") == "Northwind Tools Ltd"
-    assert name(data, "customer") == "Harbour Foods Ltd"
+    data = text_invoice_data(LEFT)
+    assert party_name(data, "vendor") == "Northwind Tools Ltd"
+    assert party_name(data, "customer") == "Harbour Foods Ltd"
 
 
 def test_a_block_ends_where_a_centred_neighbours_box_begins() -> None:
-    data = read(MIXED)
-    assert name(data, "vendor") == "Northwind Tools Ltd"
-    assert name(data, "customer") == "Harbour Foods Ltd"
+    data = text_invoice_data(MIXED)
+    assert party_name(data, "vendor") == "Northwind Tools Ltd"
+    assert party_name(data, "customer") == "Harbour Foods Ltd"
 
 
 @pytest.mark.parametrize("text", [CENTRED, LEFT, MIXED], ids=["centred", "left", "mixed"])
 def test_each_block_holds_its_own_labels_and_values(text: str) -> None:
-    sheet = Sheet.of(layer(text))
+    sheet = Sheet.of(text_layer(text))
     blocks = {b.kind: [c.text for _, c in _block_lines(sheet, b)] for b in headings(sheet)}
     assert blocks["seller"] == [
         "Name",
@@ -155,14 +111,14 @@ Total                                         200.00
 
 
 def test_a_labelled_name_under_the_title_is_the_buyers_when_nothing_else_is() -> None:
-    data = read(LABELLED_BUYER)
-    assert name(data, "customer") == "Harbour Foods Ltd"
-    assert name(data, "vendor") == "NIKOS PAPADOPOULOS"
+    data = text_invoice_data(LABELLED_BUYER)
+    assert party_name(data, "customer") == "Harbour Foods Ltd"
+    assert party_name(data, "vendor") == "NIKOS PAPADOPOULOS"
     # a label over its title is no buyer's: above the title stands the seller
     above = LABELLED_BUYER.replace("Name: Harbour Foods Ltd\n", "").replace(
         "INVOICE 7 ", "Name: Harbour Foods Ltd\nINVOICE 7 ", 1
     )
-    assert name(read(above), "customer") != "Harbour Foods Ltd"
+    assert party_name(text_invoice_data(above), "customer") != "Harbour Foods Ltd"
 
 
 def test_a_label_ending_with_its_colon_is_no_name() -> None:

@@ -10,7 +10,7 @@ from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, cell_amounts, currencies_in
 from conveyor.documents.text import DocumentText, PageText
-from tests.snippets import Draw, extraction, invoice_data
+from tests.snippets import Draw, extraction, invoice_data, party_name
 
 COMMA = NumberStyle(",", ".")
 DOT = NumberStyle(".", ",")
@@ -290,18 +290,12 @@ def test_a_receipt_s_numbered_heading_is_no_seller_and_its_cashier_no_buyer() ->
     draw += [(66, 150, "Cashier:"), (376, 150, "Ruth K.")]
     data = extraction(draw).data
     assert isinstance(data, dict)
-    assert party(data, "vendor") == "Corner Deli"
-    assert party(data, "customer") is None
+    assert party_name(data, "vendor") == "Corner Deli"
+    assert party_name(data, "customer") is None
     # A name beside other values, under no label, is still the buyer at a guess.
     draw[-2:] = [(66, 150, "Ref. 55-A"), (376, 150, "Ruth Kemp")]
     data = extraction(draw).data
-    assert isinstance(data, dict) and party(data, "customer") == "Ruth Kemp"
-
-
-def party(data: dict[str, object], key: str) -> object:
-    value = data[key]
-    assert isinstance(value, dict)
-    return value["name"]
+    assert isinstance(data, dict) and party_name(data, "customer") == "Ruth Kemp"
 
 
 def _letterhead(name: str) -> Draw:
@@ -322,9 +316,9 @@ def _letterhead(name: str) -> Draw:
 
 def test_a_legal_form_ends_a_letterhead_name_only_where_something_sets_it_off() -> None:
     data = extraction(_letterhead("Bluebird Company Workshop")).data
-    assert isinstance(data, dict) and party(data, "vendor") == "Bluebird Company Workshop"
+    assert isinstance(data, dict) and party_name(data, "vendor") == "Bluebird Company Workshop"
     data = extraction(_letterhead("Bluebird Ltd, 4 Quay Street")).data
-    assert isinstance(data, dict) and party(data, "vendor") == "Bluebird Ltd"
+    assert isinstance(data, dict) and party_name(data, "vendor") == "Bluebird Ltd"
 
 
 def _vat_band(rates: tuple[str, str, str]) -> Draw:
@@ -433,10 +427,10 @@ def test_a_letterhead_name_whose_legal_form_wrapped_to_the_next_line() -> None:
 
     data = extraction(letterhead("GmbH & Co. KG")).data
     assert isinstance(data, dict)
-    assert party(data, "vendor") == "Nordlicht Werkstatt und Handel GmbH & Co. KG"
+    assert party_name(data, "vendor") == "Nordlicht Werkstatt und Handel GmbH & Co. KG"
     # The line under a whole name that is no legal form stays apart: what the firm does.
     data = extraction(letterhead("Meisterbetrieb")).data
-    assert isinstance(data, dict) and party(data, "vendor") == "Nordlicht Werkstatt und Handel"
+    assert isinstance(data, dict) and party_name(data, "vendor") == "Nordlicht Werkstatt und Handel"
 
 
 def _net_only(label: str, amount: str) -> Draw:

@@ -20,15 +20,9 @@ from conveyor.agents.legal_forms import name_forms
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currency_word, dates_in
 from conveyor.documents.text import extract_text
-from tests.snippets import Draw, extraction, invoice_data, pdf
+from tests.snippets import Draw, extraction, invoice_data, party_name, pdf
 
 COMMA = NumberStyle(",", ".")
-
-
-def party(data: dict[str, object], key: str) -> object:
-    value = data[key]
-    assert isinstance(value, dict)
-    return value["name"]
 
 
 def test_a_currency_name_is_read_in_any_case() -> None:
@@ -91,7 +85,7 @@ def test_a_letterhead_with_a_portuguese_legal_form_is_the_seller() -> None:
             (400, 250, "R$ 76,08"),
         ]
     )
-    assert party(data, "vendor") == "Nome do Remetente Ltda"
+    assert party_name(data, "vendor") == "Nome do Remetente Ltda"
 
 
 SUMS: list[tuple[float, float, str]] = [
@@ -132,8 +126,8 @@ def test_a_heading_phrase_names_its_party_and_a_company_name_label_its_name() ->
             *SUMS,
         ]
     )
-    assert party(data, "customer") == "Hafenbäckerei Wendt"
-    assert party(data, "vendor") == "Tischlerei Nordlicht"
+    assert party_name(data, "customer") == "Hafenbäckerei Wendt"
+    assert party_name(data, "vendor") == "Tischlerei Nordlicht"
 
 
 def test_a_heading_in_two_languages_heads_one_block() -> None:
@@ -153,8 +147,8 @@ def test_a_heading_in_two_languages_heads_one_block() -> None:
             *SUMS,
         ]
     )
-    assert party(data, "vendor") == "Town of Westbrook"
-    assert party(data, "customer") == "Anna Lindqvist"
+    assert party_name(data, "vendor") == "Town of Westbrook"
+    assert party_name(data, "customer") == "Anna Lindqvist"
 
 
 def test_a_name_that_begins_with_the_word_name_is_a_name() -> None:
@@ -170,7 +164,7 @@ def test_a_name_that_begins_with_the_word_name_is_a_name() -> None:
             *SUMS,
         ]
     )
-    assert party(data, "customer") == "Name Brand Outlet"
+    assert party_name(data, "customer") == "Name Brand Outlet"
 
 
 def test_a_watermark_set_at_a_slant_is_no_text_of_the_invoice() -> None:
@@ -196,7 +190,7 @@ def test_a_watermark_set_at_a_slant_is_no_text_of_the_invoice() -> None:
     page.save()
     data = extract_offline(extract_text(out.getvalue()), "invoice").data
     assert isinstance(data, dict)
-    assert party(data, "vendor") == "Atelier Brunn"
+    assert party_name(data, "vendor") == "Atelier Brunn"
 
 
 def test_marks_sentences_and_rows_of_column_labels_are_no_names() -> None:
@@ -235,8 +229,8 @@ def test_a_letter_s_sender_is_whole_on_its_line_and_a_salutation_opens_the_buyer
             (400, 290, "40,00 €"),
         ]
     )
-    assert party(data, "vendor") == "Dr. B. Keller"
-    assert party(data, "customer") == "C. Kundin"
+    assert party_name(data, "vendor") == "Dr. B. Keller"
+    assert party_name(data, "customer") == "C. Kundin"
 
 
 def _with_sentence(*lines: str) -> Draw:
@@ -306,7 +300,7 @@ def test_a_heading_s_plural_ending_and_a_colon_printed_with_the_value() -> None:
             (400, 250, "$10.000"),
         ]
     )
-    assert party(data, "customer") == "Ferretería Los Robles"
+    assert party_name(data, "customer") == "Ferretería Los Robles"
 
 
 def test_a_heading_with_the_party_s_tax_id_beside_it_heads_its_block() -> None:
@@ -326,7 +320,7 @@ def test_a_heading_with_the_party_s_tax_id_beside_it_heads_its_block() -> None:
             (40, 204, "Rua Tijucas, 99, Centro"),
         ]
     )
-    assert party(data, "customer") == "Maria Souza"
+    assert party_name(data, "customer") == "Maria Souza"
 
 
 def _positions(second_amount: str) -> Draw:
@@ -686,7 +680,7 @@ def test_a_label_under_the_seller_is_no_buyer_and_a_firm_alone_beside_it_is() ->
             (466, 416, "Total: $300.00"),
         ]
     )
-    assert party(data, "customer") == "Brightwater Ltd."
+    assert party_name(data, "customer") == "Brightwater Ltd."
 
 
 def test_a_heading_in_a_column_of_labels_and_its_name_in_the_column_of_values() -> None:
@@ -707,7 +701,7 @@ def test_a_heading_in_a_column_of_labels_and_its_name_in_the_column_of_values() 
             (518, 460, "$550.00"),
         ]
     )
-    assert party(data, "customer") == "Riverbend Outdoor Supplies Group"
+    assert party_name(data, "customer") == "Riverbend Outdoor Supplies Group"
 
 
 def test_abbreviated_unit_price_and_line_total_headers_are_one_column_each() -> None:
