@@ -75,9 +75,11 @@ class Callback:
 class WorkerServices(Protocol):
     """What the worker does for an attempt on an executor's behalf (it implements this)."""
 
-    async def record_run_id(self, attempt_id: int, run_id: str) -> None: ...
+    async def record_run_id(
+        self, attempt_id: int, claim_token: str | None, run_id: str
+    ) -> None: ...
 
-    async def callback(self, attempt_id: int) -> Callback: ...
+    async def callback(self, attempt_id: int, claim_token: str | None) -> Callback: ...
 
 
 @dataclass
@@ -86,6 +88,10 @@ class Attempt:
 
     task: Task  # what an agent function receives: payload, ids, report_usage()
     attempt_id: int  # task_attempts.id: the callback's address, the fence of its outcome
+    # The claim's token (tasks.claim_token): with the attempt id, what names this claim in
+    # the callback's secret and the run id's record (an attempt id may be drawn again after
+    # a crash undid the claim).
+    claim_token: str | None
     # Done when the database says the attempt ended without this worker (a NOTIFY that the
     # task moved on): the signal a callback job waits for.
     ended_elsewhere: asyncio.Future[None]
@@ -100,11 +106,11 @@ class Attempt:
         attempt, and what an operator looks for on the machine that runs it. If the
         database is unavailable it is logged, not raised: the attempt goes on."""
         self.run_id = run_id
-        await self.worker.record_run_id(self.attempt_id, run_id)
+        await self.worker.record_run_id(self.attempt_id, self.claim_token, run_id)
 
     async def callback(self) -> Callback:
         """The URL and secret an external job calls back with."""
-        return await self.worker.callback(self.attempt_id)
+        return await self.worker.callback(self.attempt_id, self.claim_token)
 
 
 @runtime_checkable

@@ -110,11 +110,11 @@ async def claim_alone(
     wait for the WAL flush; claim.sql says what a crash can then undo, and the claim token
     what fences it). In a caller's transaction, the caller's commit is left as it is."""
     params = {**_claim_params(worker_id, agents, limit, limited_limit), "limit": limit}
-    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
-        params["commit_async"] = True
+    alone = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+    params["commit_async"] = alone
+    if alone:
         cur = await conn.execute(Q.tasks_claim_alone, params)  # its own transaction
     else:  # a caller's transaction, or a connection that would leave one open
-        params["commit_async"] = False
         async with conn.transaction():
             cur = await conn.execute(Q.tasks_claim_alone, params)
     return [_claimed(r) for r in await cur.fetchall()]

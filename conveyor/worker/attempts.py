@@ -80,9 +80,6 @@ class Attempts:
         # Attempts running, by task id: done when the database says one ended without us.
         self._ended_elsewhere: dict[int, asyncio.Future[None]] = {}
         self._callback_key: str | None = None
-        # The claim token of each attempt running, by attempt id: its callback's secret and
-        # its run id name the claim (an attempt id alone may repeat after a crash).
-        self._claim_tokens: dict[int, str | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None  # the worker's, once it runs
         # Every task's readers of its children (task.children()): bound once, here.
         self._children_readers = (self._children_of, self._children_of_sync)
@@ -106,10 +103,10 @@ class Attempts:
         task.children_reader, task.children_reader_sync = self._children_readers
         ended_elsewhere: asyncio.Future[None] = loop.create_future()
         self._ended_elsewhere[claimed.id] = ended_elsewhere
-        self._claim_tokens[claimed.attempt_id] = claimed.claim_token
         attempt = Attempt(
             task=task,
             attempt_id=claimed.attempt_id,
+            claim_token=claimed.claim_token,
             ended_elsewhere=ended_elsewhere,
             worker=self,
             compute_usd_per_hour=self.compute_rates.get(claimed.agent),
@@ -139,8 +136,6 @@ class Attempts:
             self.timings.ran(claimed.agent, time.monotonic() - began)
             if self._ended_elsewhere.get(claimed.id) is ended_elsewhere:
                 del self._ended_elsewhere[claimed.id]
-            if self._claim_tokens.get(claimed.attempt_id, "") == claimed.claim_token:
-                del self._claim_tokens[claimed.attempt_id]
         usage = task.usage
         called = usage.calls > 0
         return Outcome(
@@ -228,7 +223,7 @@ class Attempts:
     # -----------------------------------------------------------------------------------
     # What the worker does for executors (conveyor.executors.WorkerServices)
 
-    async def callback(self, attempt_id: int) -> Callback:
+    async def callback(self, attempt_id: int, claim_token: str | None) -> Callback:
         """Where an external job of this attempt calls back, and with which secret."""
         assert self.db is not None
         if self._callback_key is None:
@@ -236,16 +231,14 @@ class Attempts:
                 self._callback_key = await queue.callback_key(conn)
         return Callback(
             url=f"{self.public_url.rstrip('/')}/api/callbacks/{attempt_id}",
-            secret=attempt_secret(
-                self._callback_key, attempt_id, self._claim_tokens.get(attempt_id)
-            ),
+            secret=attempt_secret(self._callback_key, attempt_id, claim_token),
         )
 
-    async def record_run_id(self, attempt_id: int, run_id: str) -> None:
+    async def record_run_id(self, attempt_id: int, claim_token: str | None, run_id: str) -> None:
         assert self.db is not None
         try:
             async with self.db.connection() as conn:
-                await queue.set_run_id(conn, attempt_id, run_id, self._claim_tokens.get(attempt_id))
+                await queue.set_run_id(conn, attempt_id, run_id, claim_token)
         except TRANSIENT_ERRORS as exc:
             log.warning(
                 "could not record a job's run id",
