@@ -258,7 +258,8 @@ def _date_shaped(spots: list[Spot]) -> str | None:
         text = spot.text.strip()
         if spot.how == "same" or field_label(text) or " " in text:
             continue
-        if dates_in(text) and _NUMBER.match(text) and dates_in(text)[0].text == text:
+        tokens = dates_in(text)
+        if tokens and _NUMBER.match(text) and tokens[0].text == text:
             return text
     return None
 
@@ -301,10 +302,13 @@ def numbers(sheet: Sheet) -> list[Candidate]:
     return sorted(found, key=lambda cand: (-cand.confidence, cand.line))
 
 
+# What sets a heading's parts apart, spaced: "#17 \u2014 1 May 2024", "Ticket #42 | 08:34".
+_DASHES = "\u2014\u2013|\u00b7\u2022-"
+_SET_APART = re.compile(rf"\s+[{_DASHES}]\s+")
 # A '#' number at the end of its cell, or before a dash or a bar that sets it apart from
 # what the same heading prints after it ("Ticket #2026-03-0042 — 17/03/2026 — 08:34").
 _HASHED = re.compile(
-    r"(?:^|[\s:])#\s?(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d+)(?:$|\s+[\u2014\u2013|\u00b7\u2022-]\s)",
+    rf"(?:^|[\s:])#\s?(?P<n>[A-Z0-9][\w./-]*\d[\w./-]*|\d+)(?:$|\s+[{_DASHES}]\s)",
     re.IGNORECASE,
 )
 
@@ -584,9 +588,8 @@ def _dated_at_a_place(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
     return []
 
 
-# What sets a heading's parts apart: "PROD 69420 / 2024-09-10", "#17 \u2014 1 May 2024".
-_SEPARATORS = frozenset({"/", "-", "\u2013", "\u2014", "|", "\u00b7", "\u2022"})
-_SET_APART = re.compile(r"\s+[\u2014\u2013|\u00b7\u2022-]\s+")
+# What sets a title's number apart from its date: "PROD 69420 / 2024-09-10".
+_SEPARATORS = frozenset({"/", *_DASHES})
 
 
 def _heads_a_table(cells: Sequence[Cell], label: Cell) -> bool:

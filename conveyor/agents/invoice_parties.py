@@ -447,9 +447,14 @@ def _not_a_label(party: Party) -> Party:
     folded = fold(party.name.strip(" :"))
     heading = party_heading(folded)
     label = party.name.rstrip().endswith(":")
-    if (heading and heading[1] >= len(folded)) or TITLE.match(folded) or label:
+    if (
+        (heading and heading[1] >= len(folded))
+        or TITLE.match(folded)
+        or label
+        or not_a_name(party.name)
+    ):
         return Party(address=party.address, tax_id=party.tax_id)
-    return Party(address=party.address, tax_id=party.tax_id) if not_a_name(party.name) else party
+    return party
 
 
 def _title_line(sheet: Sheet) -> int | None:

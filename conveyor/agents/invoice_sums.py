@@ -136,17 +136,14 @@ def _under_a_row_of_labels(sheet: Sheet, index: int) -> list[Amount]:
     make the last, and the one taken for the tax stands in the tax's label's box, they are
     the net, the tax and the gross. The other labels may be words not known: read at a
     guess short of sure."""
-    if index == 0:
-        return []
-    line, above = sheet.lines[index], sheet.lines[index - 1]
-    if above.page != line.page or line.y0 - above.y1 > 1.5 * max(above.height, 8.0):
+    above, line = _just_above(sheet, index), sheet.lines[index]
+    if above is None:
         return []
     if len(above.cells) < 3 or any(ch.isdigit() for ch in above.text) or _is_header(above):
         return []
-    # Each label's box runs from it to the next label: its value may be set flush right.
     boxes = [
-        (cell.x0 - 4, nxt.x0 + 4 if nxt else sheet.page_width(line.page))
-        for cell, nxt in zip(above.cells, [*above.cells[1:], None], strict=True)
+        _box(sheet, above.page, above.cells, c)
+        for c, cell in enumerate(above.cells)
         if (label := sum_label(cell.text)) and label[0] == "tax"
     ]
     if not boxes:
@@ -198,17 +195,34 @@ def _a_total_s_label(sheet: Sheet, nets: list[Amount]) -> bool:
     return any(_TOTAL_WORD.search(fold(sheet.lines[a.line].text)) for a in nets if a.line >= 0)
 
 
+def _just_above(sheet: Sheet, index: int) -> Line | None:
+    """The line just above line `index`, when it is on its page and no farther than a
+    line and a half: a row of labels whose values are printed under them."""
+    if index == 0:
+        return None
+    line, above = sheet.lines[index], sheet.lines[index - 1]
+    if above.page != line.page or line.y0 - above.y1 > 1.5 * max(above.height, 8.0):
+        return None
+    return above
+
+
 def _labels_above(sheet: Sheet, index: int) -> list[Cell]:
     """The sum labels of the line just above, when it is a row of two or more of them
     ("TVA 9% | TVA 19% | TVA TOTAL" over "TOTAL | 1.49 | 17.56 | 19.05"): the amounts under
     them are theirs, not those of a label that begins the line below."""
-    if index == 0:
-        return []
-    line, above = sheet.lines[index], sheet.lines[index - 1]
-    if above.page != line.page or line.y0 - above.y1 > 1.5 * max(above.height, 8.0):
+    above = _just_above(sheet, index)
+    if above is None:
         return []
     labels = [c for c in above.cells if sum_label(c.text) and sheet.amount(c.text) is None]
     return labels if len(labels) >= 2 else []
+
+
+def _box(sheet: Sheet, page: int, cells: tuple[Cell, ...], c: int) -> tuple[float, float]:
+    """The box of label `cells[c]` in a row of labels, left to right: from the label to the
+    next one (past the page's edge for the last), as a form prints each value anywhere in
+    its label's box, often flush right against the next."""
+    right = cells[c + 1].x0 + 4 if c + 1 < len(cells) else sheet.page_width(page) + 50
+    return cells[c].x0 - 4, right
 
 
 def _in_its_box(sheet: Sheet, index: int, cells: tuple[Cell, ...], c: int) -> list[Spot]:
@@ -217,8 +231,7 @@ def _in_its_box(sheet: Sheet, index: int, cells: tuple[Cell, ...], c: int) -> li
     flush right against the next box ("VALOR DO ICMS | VALOR DO ICMS ST" over
     "0,00 | 0,59", each amount ending where the next label begins)."""
     line = sheet.lines[index]
-    left = cells[c].x0 - 4
-    right = cells[c + 1].x0 + 4 if c + 1 < len(cells) else sheet.page_width(line.page) + 50
+    left, right = _box(sheet, line.page, cells, c)
     for j in range(index + 1, min(len(sheet.lines), index + 4)):
         other = sheet.lines[j]
         if other.page != line.page or other.y0 - line.y1 > BELOW_LINES * line.height:

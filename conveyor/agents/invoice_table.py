@@ -18,7 +18,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from conveyor.agents.invoice_columns import TABLE_END, column_kind, column_label
 from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.values import currency_of, tex_euro
+from conveyor.agents.values import PERCENT, currency_of, tex_euro
 from conveyor.documents.layout import Cell, Line
 from conveyor.documents.types import LineItem
 
@@ -30,7 +30,6 @@ LONG_DESCRIPTION = 4  # lines: a name and a few lines of detail
 CENT = Decimal("0.01")
 # A quantity with its unit: "10 Stk", "2 Tag(e)", "250 m²", "6,5 Stk", "1 Stk 0 % VAT".
 _QTY = re.compile(r"^(?P<n>\d+(?:[.,]\d+)*)(?:\s*(?P<unit>[^\W\d_][^\s\d]{0,10}))(?:\s|$)")
-_PERCENT = re.compile(r"^-?\d+(?:[.,]\d+)?\s*%$")
 _POS = re.compile(r"^\d{1,6}(?:\.\d{1,3})?$")
 
 
@@ -181,7 +180,7 @@ def _numbers(cells: list[Cell], sheet: Sheet) -> list[tuple[Decimal, Cell, bool]
     out = []
     for cell in cells:
         text = cell.text.strip()
-        if _PERCENT.match(text):
+        if PERCENT.match(text):
             continue
         match = _QTY.match(text)
         if match and _words_after_unit(text, match):
@@ -223,7 +222,7 @@ def _words_after_unit(text: str, match: re.Match[str]) -> bool:
 def _discounts(cells: list[Cell]) -> list[Decimal]:
     found = []
     for cell in cells:
-        if _PERCENT.match(cell.text.strip()):
+        if PERCENT.match(cell.text.strip()):
             try:
                 found.append(Decimal(cell.text.strip().rstrip("%").strip().replace(",", ".")))
             except ArithmeticError:
@@ -261,7 +260,7 @@ def read_row(line: Line, header: Header, sheet: Sheet) -> Row | None:
         cells = cells[1:]
     numbers = _numbers(cells, sheet)
     texts = [
-        c for c in cells if c not in {n[1] for n in numbers} and not _PERCENT.match(c.text.strip())
+        c for c in cells if c not in {n[1] for n in numbers} and not PERCENT.match(c.text.strip())
     ]
     description = [
         c.text

@@ -375,7 +375,8 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     return -value if negative else value
 
 
-_RATE_WORD = re.compile(r"^\d{1,2}(?:[.,]\d{1,2})?\s?%$")
+# A cell or word that is a percentage, a rate and no amount ("19%", "7,5 %", "-10%").
+PERCENT = re.compile(r"^-?\d+(?:[.,]\d+)?\s*%$")
 
 
 def cell_amounts(text: str, style: NumberStyle) -> list[Decimal]:
@@ -388,7 +389,7 @@ def cell_amounts(text: str, style: NumberStyle) -> list[Decimal]:
         return []
     amounts: list[Decimal] = []
     for word in words:
-        if _RATE_WORD.match(word):
+        if PERCENT.match(word):
             continue
         value = cell_amount(word, style)
         if value is None or not re.search(rf"{re.escape(style.decimal)}\d{{2}}$", word):
