@@ -12,8 +12,6 @@ worker processes alike.
 from __future__ import annotations
 
 import secrets
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,20 +24,15 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from conveyor.db.embedded import EmbeddedPostgres
 from tests import rotating_password
+from tests.servers import own_server
 
 PROVIDER = "tests.rotating_password:current"
 
 
 @pytest.fixture(scope="module")
 def scram_server() -> Iterator[EmbeddedPostgres]:
-    folder = Path(tempfile.mkdtemp(prefix="conveyor-test-creds-"))
-    server = EmbeddedPostgres(folder, settings={"fsync": "off", "full_page_writes": "off"})
-    server.start()
-    try:
+    with own_server("conveyor-test-creds-") as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from conveyor import App, NewTask
 from conveyor.db.embedded import EmbeddedPostgres
 from conveyor.settings import Settings
 from tests.processes import WorkerProcess
+from tests.servers import own_server
 
 TASKS = 3000
 
@@ -25,11 +25,8 @@ TASKS = 3000
 @pytest.fixture
 def server() -> Iterator[EmbeddedPostgres]:
     """A server of its own: restarting it must not disturb the other tests' server."""
-    folder = Path(tempfile.mkdtemp(prefix="conveyor-chaos-"))
-    server = EmbeddedPostgres(folder)
-    server.start()
-    yield server
-    server.stop()
+    with own_server("conveyor-chaos-", settings={}) as server:
+        yield server
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from conveyor.db.embedded.processes import PidFile, kill_all, poll, server_proce
 from conveyor.external import attempt_secret, sign
 from conveyor.queue import FinishResult, Outcome
 from conveyor.settings import Settings
+from tests.servers import own_server
 from tests.web import serving
 
 # Nothing but a commit that waits for it writes the WAL out: no WAL writer round (and the
@@ -48,11 +48,8 @@ HELD_BACK_WAL = {
 
 @pytest.fixture
 def server() -> Iterator[EmbeddedPostgres]:
-    folder = Path(tempfile.mkdtemp(prefix="conveyor-crash-"))
-    server = EmbeddedPostgres(folder, settings=HELD_BACK_WAL)
-    server.start()
-    yield server
-    server.stop()
+    with own_server("conveyor-crash-", HELD_BACK_WAL) as server:
+        yield server
 
 
 @pytest.fixture

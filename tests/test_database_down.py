@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -31,6 +29,7 @@ from conveyor.db.pool import GRACE
 from conveyor.listener import Listener
 from conveyor.settings import Settings
 from tests.conftest import wait_for
+from tests.servers import own_server
 from tests.web import serving
 
 STATEMENT_TIMEOUT = 1.0
@@ -191,14 +190,8 @@ async def test_a_hung_database_answers_503_json_quickly(database_url: str, tmp_p
 @pytest.fixture(scope="module")
 def private_server() -> Iterator[EmbeddedPostgres]:
     """A PostgreSQL of this module's own, to stop and start."""
-    folder = Path(tempfile.mkdtemp(prefix="conveyor-test-down-"))
-    server = EmbeddedPostgres(folder, settings={"fsync": "off", "full_page_writes": "off"})
-    server.start()
-    try:
+    with own_server("conveyor-test-down-") as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -501,6 +501,19 @@ def test_a_number_and_dates_printed_with_unicode_hyphens() -> None:
     )
 
 
+# An item table of one row, under a header at y 200: for the tests of what stands above it.
+_SURVEY_ROW: Draw = [
+    (60, 200, "Description"),
+    (300, 200, "Qty"),
+    (360, 200, "Price"),
+    (450, 200, "Amount"),
+    (60, 220, "Survey"),
+    (300, 220, "2"),
+    (360, 220, "50.00"),
+    (450, 220, "100.00"),
+]
+
+
 def test_a_number_sign_before_a_number_that_begins_with_the_document_s_word() -> None:
     # "No. INV-..." is a sign and a number, not the label "No. Inv(oice)" and "-2031-007".
     data = invoice_data(
@@ -510,14 +523,7 @@ def test_a_number_sign_before_a_number_that_begins_with_the_document_s_word() ->
             (60, 100, "Date: 2031-02-14"),
             (60, 130, "Bill to"),
             (60, 144, "Harbour Lights Ltd"),
-            (60, 200, "Description"),
-            (300, 200, "Qty"),
-            (360, 200, "Price"),
-            (450, 200, "Amount"),
-            (60, 220, "Survey"),
-            (300, 220, "2"),
-            (360, 220, "50.00"),
-            (450, 220, "100.00"),
+            *_SURVEY_ROW,
             (360, 260, "Total"),
             (450, 260, "100.00"),
         ]
@@ -682,14 +688,7 @@ def test_a_date_label_that_goes_on_with_a_clause_before_its_colon() -> None:
             (60, 114, "Delivered on:"),
             (60, 128, "02.06.2031"),
             (60, 160, "Bill to: Harbour Lights Ltd"),
-            (60, 200, "Description"),
-            (300, 200, "Qty"),
-            (360, 200, "Price"),
-            (450, 200, "Amount"),
-            (60, 220, "Survey"),
-            (300, 220, "2"),
-            (360, 220, "50.00"),
-            (450, 220, "100.00"),
+            *_SURVEY_ROW,
         ]
     )
     assert data["issue_date"] == "2031-06-14"
