@@ -715,7 +715,7 @@ def test_a_row_that_does_not_multiply_out_keeps_its_quantity_and_price_columns()
 
 
 def test_polish_and_finnish_labels_a_spaced_series_number_and_a_reference() -> None:
-    from conveyor.agents.invoice_fields import _token
+    from conveyor.agents.invoice_number import _token
     from conveyor.agents.invoice_party_labels import party_heading
 
     assert _token("FV 7/2021") == "FV 7/2021" and _token("A-17 vom 1.2.2026") == "A-17"
