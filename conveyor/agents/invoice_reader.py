@@ -6,7 +6,7 @@ or below them, the parties by evidence, the items by column, the sums by arithme
 The pieces: invoice_sheet (lines and cells), invoice_labels, invoice_sum_labels,
 invoice_party_labels and invoice_columns (the vocabulary), invoice_number, invoice_dates
 and invoice_currency (with invoice_fields, what they share), invoice_parties,
-invoice_table, invoice_sums.
+invoice_table (with invoice_table_header and invoice_table_row), invoice_sums.
 The number style is tried in each candidate (values.number_styles) and the reading whose
 cross-checks fail least wins.
 """
