@@ -150,8 +150,7 @@ BEGIN
 END $$;
 
 -- Finished tasks counted in (sign 1) or out (sign -1) of the rollups, with their attempts'
--- usage as it is now. Called by conveyor_rollup_tasks() with the changed rows as arrays
--- (all NULL when none changed).
+-- usage as it is now. Called by the task triggers below with the changed rows as arrays.
 CREATE OR REPLACE FUNCTION conveyor_rollup_finished(
     signs bigint[], ids bigint[], created timestamptz[], agents text[], tenants text[],
     statuses text[], finished timestamptz[], results jsonb[]
@@ -202,27 +201,29 @@ BEGIN
                                   c.usd);
 END $$;
 
--- Tasks that enter or leave a finished status: one function for the update triggers on
--- tasks, which name their transition table `changed_rows` and say whether those rows count
--- in or out (inserted rows: conveyor_rollup_task_inserted, below). Updated rows (NEW TABLE)
--- count in as they are, and as they were (OLD TABLE, a trigger of its own) count out. The old and new transition tables are
--- never joined (they have no index and no statistics): a finished row updated without a
--- change of status is taken away and added back, which nets to nothing (or to the right
--- change, if its finished_at or result was edited). The usage of a task's attempts is read
--- as it is at the end of the statement; conveyor_rollup_attempts() explains why that adds
--- up.
+-- Tasks that enter a finished status, or are updated while finished: the statement
+-- trigger of tasks' updates, which names its transition table `changed_rows`; the rows as
+-- they are (NEW TABLE) count in. The rows as they were count out, by the row trigger
+-- below, conveyor_rollup_task_replaced(); inserted rows by conveyor_rollup_task_inserted().
+-- The old and new rows are never joined (transition tables have no index and no
+-- statistics): a finished row updated without a change of status is taken away and added
+-- back, which nets to nothing (or to the right change, if its finished_at or result was
+-- edited). The usage of a task's attempts is read as it is at the end of the statement;
+-- conveyor_rollup_attempts() explains why that adds up.
+-- A statement none of whose rows is finished (every claim) calls nothing: without a row,
+-- the aggregate's HAVING leaves no row to call conveyor_rollup_finished() with. No SET
+-- clauses: this one scans its transition table only (conveyor_rollup_finished carries
+-- the settings its lookups need).
 CREATE OR REPLACE FUNCTION conveyor_rollup_tasks() RETURNS trigger
-LANGUAGE plpgsql
-SET enable_seqscan = off
-SET jit = off
-AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM conveyor_rollup_finished(
-                array_agg(CASE TG_ARGV[0] WHEN 'out' THEN -1 ELSE 1 END::bigint), array_agg(c.id), array_agg(c.created_at),
-                array_agg(c.agent), array_agg(c.tenant), array_agg(c.status),
-                array_agg(c.finished_at), array_agg(c.result))
+                array_fill(1::bigint, ARRAY[count(*)::int]), array_agg(c.id),
+                array_agg(c.created_at), array_agg(c.agent), array_agg(c.tenant),
+                array_agg(c.status), array_agg(c.finished_at), array_agg(c.result))
     FROM changed_rows c
-    WHERE c.status IN ('completed', 'failed', 'cancelled');
+    WHERE c.status IN ('completed', 'failed', 'cancelled')
+    HAVING count(*) > 0;
     RETURN NULL;
 END $$;
 
@@ -250,33 +251,22 @@ END $$;
 -- lost. So the tasks are locked first (FOR NO KEY UPDATE, in id order, only on this rare
 -- path: a finishing statement's attempts were 'running'), and their status and usage are
 -- read by the next statement, whose snapshot sees whatever committed meanwhile.
-CREATE OR REPLACE FUNCTION conveyor_rollup_attempts() RETURNS trigger
+--
+-- The counting, given the attempt rows whose change may count as they were (gone) and as
+-- they are (came): an insert is an update from no rows. Called by the triggers below only
+-- when there are such rows, which the claim and the finish never have.
+CREATE OR REPLACE FUNCTION conveyor_rollup_attempt_changes(
+    gone task_attempts[], came task_attempts[]
+) RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off
 SET enable_nestloop = off
 SET jit = off
 AS $$
 DECLARE
-    gone task_attempts[];
-    came task_attempts[];
     d record;
     c record;
 BEGIN
-    -- The attempt rows whose change may count (see above), as they were (gone) and as they
-    -- are (came). An insert is an update from no rows; only this depends on the event (an
-    -- INSERT trigger has no old_rows to name), the counting below is the same for both.
-    IF TG_OP = 'INSERT' THEN
-        SELECT array_agg(n) INTO came FROM new_rows n WHERE n.status <> 'running';
-    ELSE
-        SELECT array_agg(o), array_agg(n) INTO gone, came
-        FROM old_rows o
-        JOIN new_rows n USING (id)
-        WHERE o.status <> 'running';
-    END IF;
-    IF came IS NULL THEN
-        RETURN NULL;
-    END IF;
-
     -- Per task, what changed: the rows that came count in, the rows that went count out (an
     -- updated row is both, so it adds no attempt; an inserted one adds one).
     SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
@@ -308,7 +298,7 @@ BEGIN
     WHERE x.attempts <> 0 OR x.throttled <> 0 OR x.input <> 0 OR x.output <> 0
        OR x.llm <> 0 OR x.compute <> 0;
     IF d.ids IS NULL THEN
-        RETURN NULL;
+        RETURN;
     END IF;
 
     PERFORM 1 FROM tasks t WHERE t.id = ANY(d.ids) ORDER BY t.id FOR NO KEY UPDATE;
@@ -352,24 +342,61 @@ BEGIN
              FROM unnest(c.usd_now, c.usd) WITH ORDINALITY AS u(now_usd, usd, o))
                 || c.usd_now);
     END IF;
+END $$;
+
+-- The triggers of task_attempts: only the rows that were not 'running' may count (above).
+-- A claim inserts its attempts running, and a finishing statement's attempts all were
+-- running: one scan of the new (or old) rows finds none, and the old and new rows are not
+-- joined. The join (the rare path) is a hash join, linear in the rows, whatever plan the
+-- connection's first firing left (see notify.sql). Statement triggers, not row triggers
+-- with a WHEN: a row trigger fires after the statement, when the attempts it did not
+-- insert yet are there too, and the cost a task had before a statement that inserts two
+-- of its attempts could not be told from its rows.
+CREATE OR REPLACE FUNCTION conveyor_rollup_attempts() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_nestloop = off
+AS $$
+DECLARE
+    gone task_attempts[];
+    came task_attempts[];
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(n) INTO came FROM new_rows n WHERE n.status <> 'running';
+    ELSIF EXISTS (SELECT 1 FROM old_rows o WHERE o.status <> 'running') THEN
+        SELECT array_agg(o), array_agg(n) INTO gone, came
+        FROM old_rows o
+        JOIN new_rows n USING (id)
+        WHERE o.status <> 'running';
+    END IF;
+    IF came IS NOT NULL THEN
+        PERFORM conveyor_rollup_attempt_changes(gone, came);
+    END IF;
     RETURN NULL;
 END $$;
 
 -- An inserted task is counted in only if it is inserted finished, which Conveyor never
--- does (an enqueue inserts 'enqueued'; a child spawned again is an update): a row trigger
--- whose WHEN PostgreSQL checks per row without calling any function, instead of a
--- statement trigger that ran a query over the inserted rows at every enqueue to find
--- none (~0.03 ms of a single enqueue's ~0.25 ms of statement time). A finished task
--- inserted by hand (an import) is still counted, one call per such row.
+-- does (an enqueue inserts 'enqueued'; a child spawned again is an update), and an updated
+-- task is counted out as it was only if it was finished (a retry, a child spawned again, a
+-- review's correction of a result): row triggers whose WHEN PostgreSQL checks per row
+-- without calling any function, instead of statement triggers that ran a query over the
+-- statement's rows at every enqueue, claim and finish to find none (~0.03 ms of a single
+-- enqueue's ~0.25 ms of statement time). A finished task inserted by hand (an import) is
+-- still counted, one call per such row, as is every finished task updated.
 CREATE OR REPLACE FUNCTION conveyor_rollup_task_inserted() RETURNS trigger
-LANGUAGE plpgsql
-SET enable_seqscan = off
-SET jit = off
-AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM conveyor_rollup_finished(ARRAY[1::bigint], ARRAY[NEW.id], ARRAY[NEW.created_at],
                                      ARRAY[NEW.agent], ARRAY[NEW.tenant], ARRAY[NEW.status],
                                      ARRAY[NEW.finished_at], ARRAY[NEW.result]);
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION conveyor_rollup_task_replaced() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM conveyor_rollup_finished(ARRAY[-1::bigint], ARRAY[OLD.id], ARRAY[OLD.created_at],
+                                     ARRAY[OLD.agent], ARRAY[OLD.tenant], ARRAY[OLD.status],
+                                     ARRAY[OLD.finished_at], ARRAY[OLD.result]);
     RETURN NULL;
 END $$;
 
@@ -379,17 +406,16 @@ CREATE OR REPLACE TRIGGER tasks_rollup_inserted
     WHEN (NEW.status IN ('completed', 'failed', 'cancelled'))
     EXECUTE FUNCTION conveyor_rollup_task_inserted();
 
--- Fired before tasks_rollup_updated (triggers of one event fire in name order): the rows
--- as they were go out, then the rows as they are come in.
 CREATE OR REPLACE TRIGGER tasks_rollup_replaced
     AFTER UPDATE ON tasks
-    REFERENCING OLD TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks('out');
+    FOR EACH ROW
+    WHEN (OLD.status IN ('completed', 'failed', 'cancelled'))
+    EXECUTE FUNCTION conveyor_rollup_task_replaced();
 
 CREATE OR REPLACE TRIGGER tasks_rollup_updated
     AFTER UPDATE ON tasks
     REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks('in');
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks();
 
 CREATE OR REPLACE TRIGGER task_attempts_rollup_inserted
     AFTER INSERT ON task_attempts
