@@ -563,7 +563,6 @@ async def test_a_claim_calls_no_rollup_function_and_a_finish_one(app: App, conn:
     assert await calls(finish_them) == {
         "conveyor_rollup_tasks": 1,
         "conveyor_rollup_finished": 1,
-        "conveyor_rollup_apply": 1,
         "conveyor_rollup_attempts": 1,
     }
     assert await _rows(conn, ROLLED_UP, "h") == await _rows(conn, FROM_SCRATCH)
