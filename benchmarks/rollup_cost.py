@@ -119,7 +119,10 @@ async def one_round(
     return claim, finish
 
 
-async def drop_rollup_triggers(conn: psycopg.AsyncConnection) -> None:
+async def drop_rollup_functions(conn: psycopg.AsyncConnection) -> None:
+    """The rollup triggers and functions, dropped: the two texts need not name the same
+    ones, nor give a function the same arguments (CREATE OR REPLACE would then leave the
+    other text's overload beside it, and a call matching both is ambiguous)."""
     cur = await conn.execute(
         "SELECT t.tgname, t.tgrelid::regclass::text AS tab FROM pg_trigger t"
         " JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname LIKE 'conveyor_rollup%%'"
@@ -130,6 +133,12 @@ async def drop_rollup_triggers(conn: psycopg.AsyncConnection) -> None:
                 sql.Identifier(row["tgname"]), sql.Identifier(row["tab"])
             )
         )
+    cur = await conn.execute(
+        "SELECT oid::regprocedure::text AS signature FROM pg_proc"
+        " WHERE proname LIKE 'conveyor_rollup%%'"
+    )
+    for row in await cur.fetchall():
+        await conn.execute(sql.SQL("DROP FUNCTION {}").format(sql.SQL(row["signature"])))
 
 
 def report(label: str, samples: list[float]) -> str:
@@ -155,7 +164,7 @@ async def run(
                 samples: dict[tuple[str, str], list[Sample]] = {}
                 for block in range(2 * rounds // BLOCK):
                     key = list(variants)[block % 2]
-                    await drop_rollup_triggers(conn)  # the two texts need not name the same
+                    await drop_rollup_functions(conn)
                     await conn.execute(sql.SQL(variants[key]))  # type: ignore[arg-type]
                     for r in range(BLOCK):
                         folds = "conveyor_rollup_fold()" in variants[key]

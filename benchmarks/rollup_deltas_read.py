@@ -74,7 +74,7 @@ SELECT grain, kind, period, agent, bucket, 0, sum(tasks) FROM task_histograms
 GROUP BY 1, 2, 3, 4, 5
 """
 
-# N finishes of one task each, as conveyor_rollup_apply() writes them.
+# N finishes of one task each, as conveyor_rollup_finished() writes them.
 PENDING = """
 WITH f AS (
     SELECT n, date_trunc('hour', now() - random() * interval '24 hours', 'UTC') AS period,

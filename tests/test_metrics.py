@@ -484,6 +484,90 @@ async def test_tasks_inserted_finished_are_counted_like_the_others(app: App, con
     assert await _rows(conn, BY_AGENT_ROLLED, "h") == await _rows(conn, BY_AGENT_SCRATCH)
 
 
+async def test_rows_changed_while_finished_are_counted_past_the_early_exits(
+    app: App, conn: Any
+) -> None:
+    """The paths the triggers' early exits and WHEN let through, several rows per statement:
+    attempts inserted ended, two per task (an import; a claim inserts them running and is
+    not counted), finished tasks whose result and times are edited in place, and finished
+    tasks sent back to the queue (counted out as they were, by a row trigger) beside
+    enqueued ones cancelled (counted in)."""
+    ids = await known_set(app, conn)
+    cur = await conn.execute(
+        """INSERT INTO tasks (agent, status, result, attempts, finished_at, tenant)
+           VALUES ('invoice', 'completed', '{"confidence": 0.4}', 2, now(), 'acme'),
+                  ('contract', 'failed', NULL, 1, now() + interval '2 s', NULL)
+           RETURNING id"""
+    )
+    imported = [r["id"] for r in await cur.fetchall()]
+    await conn.execute(
+        """INSERT INTO task_attempts (task_id, attempt, agent, worker_id, status, input_tokens,
+                                      output_tokens, llm_cost_usd, compute_cost_usd)
+           SELECT t.id, n, t.agent, 'import', CASE n WHEN 1 THEN 'throttled' ELSE 'succeeded' END,
+                  100 * n, 10 * n, 0.01 * n, 0.002
+           FROM tasks t CROSS JOIN generate_series(1, t.attempts) n
+           WHERE t.id = ANY(%s)""",
+        (imported,),
+    )
+    await conn.execute(
+        """UPDATE tasks SET result = jsonb_build_object('confidence', 0.99),
+                            finished_at = finished_at + interval '40 s'
+           WHERE status = 'completed'"""
+    )
+    await conn.execute(
+        "UPDATE tasks SET status = CASE status WHEN 'enqueued' THEN 'cancelled'"
+        " ELSE 'enqueued' END, finished_at = CASE status WHEN 'enqueued' THEN now() END"
+        " WHERE status IN ('failed', 'enqueued')"
+    )
+    assert await one(conn, "SELECT count(*) FROM tasks WHERE status = 'failed'") == 0
+    assert ids  # the known set's tasks took part
+    for grain in ("d", "h"):
+        assert await _rows(conn, ROLLED_UP, grain) == await _rows(conn, FROM_SCRATCH), grain
+        assert await _rows(conn, HISTOGRAM_ROLLED, grain) == await _rows(conn, HISTOGRAM_SCRATCH)
+        assert await _rows(conn, BY_AGENT_ROLLED, grain) == await _rows(conn, BY_AGENT_SCRATCH)
+
+
+async def test_a_claim_calls_no_rollup_function_and_a_finish_one(app: App, conn: Any) -> None:
+    """A claim finishes nothing, and the attempts a claim inserts or a finish ends were
+    running: past the statement triggers' first scan of their rows nothing is called (the
+    tasks' trigger of rows leaving a finished status is a row trigger's WHEN: not even
+    called). A finish calls conveyor_rollup_finished once, for all its tasks."""
+    await conn.execute("SET track_functions = 'pl'")
+
+    async def calls(action: Any) -> Counter[str]:
+        # The session's counts until they are reported: the difference across the action.
+        query = """SELECT funcname, calls FROM pg_stat_xact_user_functions
+                   WHERE funcname LIKE 'conveyor_rollup%%'"""
+        async with conn.transaction():
+            before = Counter(
+                {r["funcname"]: r["calls"] for r in await (await conn.execute(query)).fetchall()}
+            )
+            await action()
+            after = Counter(
+                {r["funcname"]: r["calls"] for r in await (await conn.execute(query)).fetchall()}
+            )
+        return after - before
+
+    tasks = [NewTask("contract") for _ in range(5)]
+    await queue.enqueue_many(conn, tasks, known_agents={"contract"})
+    claimed: list[queue.ClaimedTask] = []
+
+    async def claim_them() -> None:
+        claimed.extend(await queue.claim(conn, worker_id="w", agents=["contract"], limit=5))
+
+    async def finish_them() -> None:
+        await queue.finish(conn, [Outcome(t.id, t.attempt, "succeeded") for t in claimed])
+
+    assert await calls(claim_them) == {"conveyor_rollup_tasks": 1, "conveyor_rollup_attempts": 1}
+    assert len(claimed) == 5
+    assert await calls(finish_them) == {
+        "conveyor_rollup_tasks": 1,
+        "conveyor_rollup_finished": 1,
+        "conveyor_rollup_attempts": 1,
+    }
+    assert await _rows(conn, ROLLED_UP, "h") == await _rows(conn, FROM_SCRATCH)
+
+
 async def test_rebuild_gives_what_the_triggers_kept(app: App, conn: Any) -> None:
     await known_set(app, conn)
     kept = await _rows(conn, ROLLED_UP, "h")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any
 
@@ -104,6 +105,51 @@ async def test_database_refuses_an_unknown_transition(conn: Any) -> None:
     task_id = (await cur.fetchone())["id"]
     with pytest.raises(psycopg.errors.CheckViolation, match="no transition from completed"):
         await conn.execute("UPDATE tasks SET status = 'enqueued' WHERE id = %s", (task_id,))
+
+
+async def test_one_illegal_row_refuses_the_whole_statement_and_its_notifications(
+    conn: Any, database_url: str
+) -> None:
+    """The update trigger checks the transitions and sends the NOTIFYs in one statement:
+    an illegal row among legal ones (of other agents and statuses) still raises, naming
+    it, and what that statement notified is discarded with it; the next, legal statement
+    sends one NOTIFY per (agent, status) with the ids of its rows."""
+    await conn.execute("INSERT INTO agents (name) VALUES ('a'), ('b')")
+    cur = await conn.execute(
+        """INSERT INTO tasks (agent, status) VALUES ('a', 'enqueued'), ('b', 'enqueued'),
+                  ('b', 'enqueued'), ('a', 'completed') RETURNING id"""
+    )
+    a1, b1, b2, done = [r["id"] for r in await cur.fetchall()]
+    listener = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+    async with listener:
+        await listener.execute("LISTEN conveyor")
+        with pytest.raises(
+            psycopg.errors.CheckViolation, match=f"task {done}: no transition from completed"
+        ):
+            await conn.execute(
+                "UPDATE tasks SET status = CASE WHEN id = %s THEN 'processing'"
+                " ELSE 'cancelled' END WHERE id = ANY(%s)",
+                (done, [a1, b1, b2, done]),
+            )
+        async with conn.transaction():  # in a savepoint, rolled back: nothing sent either
+            with pytest.raises(psycopg.errors.CheckViolation):
+                async with conn.transaction():
+                    await conn.execute(
+                        "UPDATE tasks SET status = 'enqueued' WHERE id = ANY(%s)", ([a1, done],)
+                    )
+            await conn.execute(
+                "UPDATE tasks SET status = CASE WHEN id = %s THEN 'processing'"
+                " ELSE 'cancelled' END WHERE id = ANY(%s)",
+                (b2, [a1, b1, b2]),
+            )
+        got = []
+        async for note in listener.notifies(timeout=2.0):
+            got.append(json.loads(note.payload))
+    assert sorted(got, key=lambda n: (n["agent"], n["status"])) == [
+        {"agent": "a", "status": "cancelled", "ids": [a1]},
+        {"agent": "b", "status": "cancelled", "ids": [b1]},
+        {"agent": "b", "status": "processing", "ids": [b2]},
+    ]
 
 
 async def test_claim_follows_the_dequeue_index(conn: Any) -> None:

@@ -21,40 +21,45 @@ BEGIN
 END $$;
 
 -- The update trigger also refuses a transition the state machine does not know
--- (task_transitions, a copy of conveyor/states.py). It joins the statement's old and new rows
--- by id. Transition tables have no statistics, and plpgsql keeps the plan of a connection's
--- first firing: after a small first statement that is a nested loop, and a later
--- 20,000-row UPDATE (a sweep, a bulk operator change) then compares 400 million pairs.
--- Without nested loops the join is a hash join, linear in the rows, whatever the first
--- statement was.
+-- (task_transitions, a copy of conveyor/states.py), in the same statement as its NOTIFYs:
+-- one join of the statement's old and new rows by id, grouped per (agent, status), each
+-- group notified and any illegal transition named, instead of one join for the check and a
+-- second for the NOTIFY (every claim and every finish runs this). A NOTIFY sent by the
+-- statement that then raises is discarded with the transaction (or the savepoint) the
+-- error rolls back. The subquery's NOTIFY column is not read by the outer aggregate, and
+-- PostgreSQL keeps an unread column that calls a volatile function: every group is
+-- notified. Transition tables have no statistics, and plpgsql keeps the plan of a
+-- connection's first firing: after a small first statement that is a nested loop, and a
+-- later 20,000-row UPDATE (a sweep, a bulk operator change) then compares 400 million
+-- pairs. Without nested loops the join is a hash join, linear in the rows, whatever the
+-- first statement was.
 CREATE OR REPLACE FUNCTION conveyor_notify_updated() RETURNS trigger
 LANGUAGE plpgsql
 SET enable_nestloop = off
 AS $$
 DECLARE
-    bad record;
+    refused text;
 BEGIN
-    SELECT o.status AS from_status, n.status AS to_status, n.id INTO bad
-    FROM old_rows o
-    JOIN new_rows n USING (id)
-    WHERE o.status <> n.status
-      AND NOT EXISTS (SELECT 1 FROM task_transitions tt
-                      WHERE tt.from_status = o.status AND tt.to_status = n.status)
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'task %: no transition from % to %', bad.id, bad.from_status, bad.to_status
-            USING ERRCODE = 'check_violation';
+    SELECT min(g.refused) INTO refused
+    FROM (
+        SELECT pg_notify('conveyor', json_build_object(
+                   'agent', n.agent, 'status', n.status,
+                   CASE WHEN count(*) <= 200 THEN 'ids' ELSE 'count' END,
+                   CASE WHEN count(*) <= 200 THEN json_agg(n.id ORDER BY n.id)
+                        ELSE to_json(count(*)) END
+               )::text) AS sent,
+               min(format('task %s: no transition from %s to %s', n.id, o.status, n.status))
+                   FILTER (WHERE tt.from_status IS NULL) AS refused
+        FROM old_rows o
+        JOIN new_rows n USING (id)
+        LEFT JOIN task_transitions tt
+               ON tt.from_status = o.status AND tt.to_status = n.status
+        WHERE o.status <> n.status
+        GROUP BY n.agent, n.status
+    ) g;
+    IF refused IS NOT NULL THEN
+        RAISE EXCEPTION '%', refused USING ERRCODE = 'check_violation';
     END IF;
-
-    PERFORM pg_notify('conveyor', json_build_object(
-                'agent', n.agent, 'status', n.status,
-                CASE WHEN count(*) <= 200 THEN 'ids' ELSE 'count' END,
-                CASE WHEN count(*) <= 200 THEN json_agg(n.id ORDER BY n.id) ELSE to_json(count(*)) END
-            )::text)
-    FROM old_rows o
-    JOIN new_rows n USING (id)
-    WHERE o.status <> n.status
-    GROUP BY n.agent, n.status;
     RETURN NULL;
 END $$;
 

@@ -25,52 +25,6 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                 THEN (result ->> 'confidence')::double precision END
 $$;
 
--- Add signed changes to the rollups and the histograms, in ONE statement (each statement a
--- trigger runs costs the finishing statement time on the queue's hot path): appended to
--- the insert-only delta tables (migration 0014), summed per key of this statement, at the
--- hour grain; conveyor_rollup_fold() below moves them into the rollups at both grains. No
--- upsert here, so no row that another worker's finish shares is locked, and no index is
--- written. The p_ arrays hold one element per changed task, sign applied; the h_ arrays
--- one element per histogram entry: a sign, and the values whose buckets it counts in
--- (NULL: nothing for that kind), response time in ms and cost in dollars. Changes that
--- cancel out write nothing.
-CREATE OR REPLACE FUNCTION conveyor_rollup_apply(
-    p_created timestamptz[], p_agent text[], p_tenant text[], p_status text[],
-    p_tasks bigint[], p_attempts bigint[], p_throttled bigint[], p_input bigint[],
-    p_output bigint[], p_llm numeric[], p_compute numeric[], p_conf_sum double precision[],
-    p_conf_n bigint[],
-    h_created timestamptz[], h_agent text[], h_tenant text[], h_status text[],
-    h_sign bigint[], h_ms double precision[], h_usd numeric[]
-) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    WITH rollups AS (
-        INSERT INTO task_rollup_deltas (period, agent, tenant, status, tasks, attempts,
-                                        throttled, input_tokens, output_tokens, llm_usd,
-                                        compute_usd, confidence_sum, confidence_n)
-        SELECT date_trunc('hour', c.created, 'UTC'), c.agent, c.tenant, c.status,
-               sum(c.tasks), sum(c.attempts), sum(c.throttled), sum(c.input), sum(c.output),
-               sum(c.llm), sum(c.compute), sum(c.conf_sum), sum(c.conf_n)
-        FROM unnest(p_created, p_agent, p_tenant, p_status, p_tasks, p_attempts, p_throttled,
-                    p_input, p_output, p_llm, p_compute, p_conf_sum, p_conf_n)
-             AS c(created, agent, tenant, status, tasks, attempts, throttled, input, output,
-                  llm, compute, conf_sum, conf_n)
-        GROUP BY 1, 2, 3, 4
-        HAVING sum(c.tasks) <> 0 OR sum(c.attempts) <> 0 OR sum(c.throttled) <> 0
-            OR sum(c.input) <> 0 OR sum(c.output) <> 0 OR sum(c.llm) <> 0
-            OR sum(c.compute) <> 0 OR sum(c.conf_n) <> 0
-    )
-    INSERT INTO task_histogram_deltas (kind, period, agent, tenant, status, bucket, tasks)
-    SELECT v.kind, date_trunc('hour', c.created, 'UTC'), c.agent, c.tenant, c.status,
-           conveyor_log_bucket(v.value), sum(c.sign)
-    FROM unnest(h_created, h_agent, h_tenant, h_status, h_sign, h_ms, h_usd)
-         AS c(created, agent, tenant, status, sign, ms, usd)
-    CROSS JOIN LATERAL (VALUES ('latency', c.ms), ('cost', c.usd * 1e6)) AS v(kind, value)
-    WHERE v.value IS NOT NULL
-    GROUP BY 1, 2, 3, 4, 5, 6
-    HAVING sum(c.sign) <> 0;
-END $$;
-
 -- Move the committed deltas into the rollups, in one statement: delete the deltas this
 -- statement's snapshot sees, sum them per key and upsert the sums at both grains. A delta
 -- is folded exactly once: two folders never delete the same row (the second waits for
@@ -150,11 +104,27 @@ BEGIN
 END $$;
 
 -- Finished tasks counted in (sign 1) or out (sign -1) of the rollups, with their attempts'
--- usage as it is now. Called by conveyor_rollup_tasks() with the changed rows as arrays
--- (all NULL when none changed).
+-- usage as it is now, less the less_* arrays' usage if given (NULL: nothing less): the
+-- task triggers below call it with the changed rows as arrays, and
+-- conveyor_rollup_attempt_changes() with a task counted out with its usage before the
+-- change and in with its usage after it.
+--
+-- The one writer of the deltas, in ONE statement (each statement a trigger runs costs the
+-- finishing statement time on the queue's hot path): appended to the insert-only delta
+-- tables (migration 0014), summed per key of this statement, at the hour grain;
+-- conveyor_rollup_fold() below moves them into the rollups at both grains. No upsert here,
+-- so no row that another worker's finish shares is locked, and no index is written. Each
+-- task counts in its rollup row and in the buckets of its response time in ms and of its
+-- cost in dollars (in millionths). Changes that cancel out write nothing. Straight from the
+-- rows: passing them on as twenty arrays to a function that unnested them again (until
+-- this text) cost a finish of 150 tasks 0.35 ms more of its 1.4 ms of rollup work
+-- (benchmarks/trigger_cost.py).
 CREATE OR REPLACE FUNCTION conveyor_rollup_finished(
     signs bigint[], ids bigint[], created timestamptz[], agents text[], tenants text[],
-    statuses text[], finished timestamptz[], results jsonb[]
+    statuses text[], finished timestamptz[], results jsonb[],
+    less_attempts bigint[] DEFAULT NULL, less_throttled bigint[] DEFAULT NULL,
+    less_input bigint[] DEFAULT NULL, less_output bigint[] DEFAULT NULL,
+    less_llm numeric[] DEFAULT NULL, less_compute numeric[] DEFAULT NULL
 ) RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off
@@ -162,67 +132,80 @@ SET enable_seqscan = off
 SET enable_bitmapscan = off
 SET jit = off
 AS $$
-DECLARE
-    c record;
 BEGIN
-    IF ids IS NULL THEN
-        RETURN;
-    END IF;
-    SELECT array_agg(x.created_at) AS created, array_agg(x.agent) AS agent,
-           array_agg(x.tenant) AS tenant, array_agg(x.status) AS status,
-           array_agg(x.sign) AS sign, array_agg(x.sign * x.attempts) AS attempts,
-           array_agg(x.sign * x.throttled) AS throttled,
-           array_agg(x.sign * x.input) AS input, array_agg(x.sign * x.output) AS output,
-           array_agg(x.sign * x.llm) AS llm, array_agg(x.sign * x.compute) AS compute,
-           array_agg(x.sign * coalesce(x.confidence, 0)) AS conf_sum,
-           array_agg(x.sign * (x.confidence IS NOT NULL)::int) AS conf_n,
-           array_agg(x.ms) AS ms, array_agg(x.llm + x.compute) AS usd
-    INTO c
-    FROM (
-        SELECT ch.sign, ch.created_at, ch.agent, coalesce(ch.tenant, '') AS tenant, ch.status,
+    WITH t AS MATERIALIZED (
+        SELECT ch.sign, date_trunc('hour', ch.created_at, 'UTC') AS period, ch.agent,
+               coalesce(ch.tenant, '') AS tenant, ch.status,
                extract(epoch FROM ch.finished_at - ch.created_at)::float8 * 1000 AS ms,
                conveyor_confidence(ch.result) AS confidence, u.*
-        FROM unnest(signs, ids, created, agents, tenants, statuses, finished, results)
-             AS ch(sign, id, created_at, agent, tenant, status, finished_at, result)
+        FROM unnest(signs, ids, created, agents, tenants, statuses, finished, results,
+                    less_attempts, less_throttled, less_input, less_output, less_llm,
+                    less_compute)
+             AS ch(sign, id, created_at, agent, tenant, status, finished_at, result,
+                   less_attempts, less_throttled, less_input, less_output, less_llm,
+                   less_compute)
         CROSS JOIN LATERAL (
-            SELECT count(*) AS attempts,
-                   count(*) FILTER (WHERE a.status = 'throttled') AS throttled,
-                   coalesce(sum(a.input_tokens), 0)::bigint AS input,
-                   coalesce(sum(a.output_tokens), 0)::bigint AS output,
-                   coalesce(sum(a.llm_cost_usd), 0) AS llm,
-                   coalesce(sum(a.compute_cost_usd), 0) AS compute
+            SELECT count(*) - coalesce(ch.less_attempts, 0) AS attempts,
+                   count(*) FILTER (WHERE a.status = 'throttled')
+                       - coalesce(ch.less_throttled, 0) AS throttled,
+                   coalesce(sum(a.input_tokens), 0)::bigint - coalesce(ch.less_input, 0) AS input,
+                   coalesce(sum(a.output_tokens), 0)::bigint
+                       - coalesce(ch.less_output, 0) AS output,
+                   coalesce(sum(a.llm_cost_usd), 0) - coalesce(ch.less_llm, 0) AS llm,
+                   coalesce(sum(a.compute_cost_usd), 0) - coalesce(ch.less_compute, 0) AS compute
             FROM task_attempts a
             WHERE a.task_id = ch.id
         ) u
-    ) x;
-    PERFORM conveyor_rollup_apply(c.created, c.agent, c.tenant, c.status, c.sign,
-                                  c.attempts, c.throttled, c.input, c.output, c.llm,
-                                  c.compute, c.conf_sum, c.conf_n,
-                                  c.created, c.agent, c.tenant, c.status, c.sign, c.ms,
-                                  c.usd);
+    ), rollups AS (
+        INSERT INTO task_rollup_deltas (period, agent, tenant, status, tasks, attempts,
+                                        throttled, input_tokens, output_tokens, llm_usd,
+                                        compute_usd, confidence_sum, confidence_n)
+        SELECT t.period, t.agent, t.tenant, t.status, sum(t.sign), sum(t.sign * t.attempts),
+               sum(t.sign * t.throttled), sum(t.sign * t.input), sum(t.sign * t.output),
+               sum(t.sign * t.llm), sum(t.sign * t.compute),
+               sum(t.sign * coalesce(t.confidence, 0)),
+               sum(t.sign * (t.confidence IS NOT NULL)::int)
+        FROM t
+        GROUP BY 1, 2, 3, 4
+        HAVING sum(t.sign) <> 0 OR sum(t.sign * t.attempts) <> 0
+            OR sum(t.sign * t.throttled) <> 0 OR sum(t.sign * t.input) <> 0
+            OR sum(t.sign * t.output) <> 0 OR sum(t.sign * t.llm) <> 0
+            OR sum(t.sign * t.compute) <> 0 OR sum(t.sign * (t.confidence IS NOT NULL)::int) <> 0
+    )
+    INSERT INTO task_histogram_deltas (kind, period, agent, tenant, status, bucket, tasks)
+    SELECT v.kind, t.period, t.agent, t.tenant, t.status, conveyor_log_bucket(v.value),
+           sum(t.sign)
+    FROM t
+    CROSS JOIN LATERAL (VALUES ('latency', t.ms), ('cost', (t.llm + t.compute) * 1e6))
+         AS v(kind, value)
+    WHERE v.value IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6
+    HAVING sum(t.sign) <> 0;
 END $$;
 
--- Tasks that enter or leave a finished status: one function for the update triggers on
--- tasks, which name their transition table `changed_rows` and say whether those rows count
--- in or out (inserted rows: conveyor_rollup_task_inserted, below). Updated rows (NEW TABLE)
--- count in as they are, and as they were (OLD TABLE, a trigger of its own) count out. The old and new transition tables are
--- never joined (they have no index and no statistics): a finished row updated without a
--- change of status is taken away and added back, which nets to nothing (or to the right
--- change, if its finished_at or result was edited). The usage of a task's attempts is read
--- as it is at the end of the statement; conveyor_rollup_attempts() explains why that adds
--- up.
+-- Tasks that enter a finished status, or are updated while finished: the statement
+-- trigger of tasks' updates, which names its transition table `changed_rows`; the rows as
+-- they are (NEW TABLE) count in. The rows as they were count out, by the row trigger
+-- below, conveyor_rollup_task_replaced(); inserted rows by conveyor_rollup_task_inserted().
+-- The old and new rows are never joined (transition tables have no index and no
+-- statistics): a finished row updated without a change of status is taken away and added
+-- back, which nets to nothing (or to the right change, if its finished_at or result was
+-- edited). The usage of a task's attempts is read as it is at the end of the statement;
+-- conveyor_rollup_attempts() explains why that adds up.
+-- A statement none of whose rows is finished (every claim) calls nothing: without a row,
+-- the aggregate's HAVING leaves no row to call conveyor_rollup_finished() with. No SET
+-- clauses: this one scans its transition table only (conveyor_rollup_finished carries
+-- the settings its lookups need).
 CREATE OR REPLACE FUNCTION conveyor_rollup_tasks() RETURNS trigger
-LANGUAGE plpgsql
-SET enable_seqscan = off
-SET jit = off
-AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM conveyor_rollup_finished(
-                array_agg(CASE TG_ARGV[0] WHEN 'out' THEN -1 ELSE 1 END::bigint), array_agg(c.id), array_agg(c.created_at),
-                array_agg(c.agent), array_agg(c.tenant), array_agg(c.status),
-                array_agg(c.finished_at), array_agg(c.result))
+                array_fill(1::bigint, ARRAY[count(*)::int]), array_agg(c.id),
+                array_agg(c.created_at), array_agg(c.agent), array_agg(c.tenant),
+                array_agg(c.status), array_agg(c.finished_at), array_agg(c.result))
     FROM changed_rows c
-    WHERE c.status IN ('completed', 'failed', 'cancelled');
+    WHERE c.status IN ('completed', 'failed', 'cancelled')
+    HAVING count(*) > 0;
     RETURN NULL;
 END $$;
 
@@ -250,33 +233,22 @@ END $$;
 -- lost. So the tasks are locked first (FOR NO KEY UPDATE, in id order, only on this rare
 -- path: a finishing statement's attempts were 'running'), and their status and usage are
 -- read by the next statement, whose snapshot sees whatever committed meanwhile.
-CREATE OR REPLACE FUNCTION conveyor_rollup_attempts() RETURNS trigger
+--
+-- The counting, given the attempt rows whose change may count as they were (gone) and as
+-- they are (came): an insert is an update from no rows. Called by the triggers below only
+-- when there are such rows, which the claim and the finish never have.
+CREATE OR REPLACE FUNCTION conveyor_rollup_attempt_changes(
+    gone task_attempts[], came task_attempts[]
+) RETURNS void
 LANGUAGE plpgsql
 SET enable_seqscan = off
 SET enable_nestloop = off
 SET jit = off
 AS $$
 DECLARE
-    gone task_attempts[];
-    came task_attempts[];
     d record;
     c record;
 BEGIN
-    -- The attempt rows whose change may count (see above), as they were (gone) and as they
-    -- are (came). An insert is an update from no rows; only this depends on the event (an
-    -- INSERT trigger has no old_rows to name), the counting below is the same for both.
-    IF TG_OP = 'INSERT' THEN
-        SELECT array_agg(n) INTO came FROM new_rows n WHERE n.status <> 'running';
-    ELSE
-        SELECT array_agg(o), array_agg(n) INTO gone, came
-        FROM old_rows o
-        JOIN new_rows n USING (id)
-        WHERE o.status <> 'running';
-    END IF;
-    IF came IS NULL THEN
-        RETURN NULL;
-    END IF;
-
     -- Per task, what changed: the rows that came count in, the rows that went count out (an
     -- updated row is both, so it adds no attempt; an inserted one adds one).
     SELECT array_agg(x.task_id ORDER BY x.task_id) AS ids,
@@ -308,68 +280,102 @@ BEGIN
     WHERE x.attempts <> 0 OR x.throttled <> 0 OR x.input <> 0 OR x.output <> 0
        OR x.llm <> 0 OR x.compute <> 0;
     IF d.ids IS NULL THEN
-        RETURN NULL;
+        RETURN;
     END IF;
 
     PERFORM 1 FROM tasks t WHERE t.id = ANY(d.ids) ORDER BY t.id FOR NO KEY UPDATE;
 
-    SELECT array_agg(t.created_at) AS created, array_agg(t.agent) AS agent,
-           array_agg(t.tenant) AS tenant, array_agg(t.status) AS status,
-           array_agg(x.attempts) AS attempts, array_agg(x.throttled) AS throttled,
-           array_agg(x.input) AS input, array_agg(x.output) AS output,
-           array_agg(x.llm) AS llm, array_agg(x.compute) AS compute,
-           array_agg(x.llm + x.compute) AS usd, array_agg(s.usd) AS usd_now
+    -- Each finished task counted out with its usage before this statement's change (now
+    -- less the change) and in with its usage now: its rollup row gains the change, its
+    -- cost moves from the bucket of its total before to the one after, and the rest (the
+    -- task itself, its response time, its confidence) cancels out.
+    SELECT array_agg(t.id) AS ids, array_agg(t.created_at) AS created,
+           array_agg(t.agent) AS agent, array_agg(t.tenant) AS tenant,
+           array_agg(t.status) AS status, array_agg(t.finished_at) AS finished,
+           array_agg(t.result) AS result, array_agg(x.attempts) AS attempts,
+           array_agg(x.throttled) AS throttled, array_agg(x.input) AS input,
+           array_agg(x.output) AS output, array_agg(x.llm) AS llm,
+           array_agg(x.compute) AS compute
     INTO c
     FROM unnest(d.ids, d.attempts, d.throttled, d.input, d.output, d.llm, d.compute)
          AS x(task_id, attempts, throttled, input, output, llm, compute)
     CROSS JOIN LATERAL (
-        SELECT t.created_at, t.agent, coalesce(t.tenant, '') AS tenant, t.status
+        SELECT t.id, t.created_at, t.agent, t.tenant, t.status, t.finished_at, t.result
         FROM tasks t
         WHERE t.id = x.task_id
           AND t.status IN ('completed', 'failed', 'cancelled')
         OFFSET 0  -- a parameterised index lookup per task, never a join over all tasks
-    ) t
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(a.llm_cost_usd), 0) + coalesce(sum(a.compute_cost_usd), 0) AS usd
-        FROM task_attempts a
-        WHERE a.task_id = x.task_id
-    ) s;
+    ) t;
 
-    IF c.created IS NOT NULL THEN
-        PERFORM conveyor_rollup_apply(
-            c.created, c.agent, c.tenant, c.status,
-            array_fill(0::bigint, ARRAY[cardinality(c.created)]),
-            c.attempts, c.throttled, c.input, c.output, c.llm, c.compute,
-            array_fill(0::float8, ARRAY[cardinality(c.created)]),
-            array_fill(0::bigint, ARRAY[cardinality(c.created)]),
-            -- The task's cost moves from the bucket of its total before to the one after.
-            c.created || c.created, c.agent || c.agent, c.tenant || c.tenant,
-            c.status || c.status,
-            array_fill(-1::bigint, ARRAY[cardinality(c.created)])
-                || array_fill(1::bigint, ARRAY[cardinality(c.created)]),
-            array_fill(NULL::float8, ARRAY[2 * cardinality(c.created)]),
-            (SELECT array_agg(now_usd - usd ORDER BY o)
-             FROM unnest(c.usd_now, c.usd) WITH ORDINALITY AS u(now_usd, usd, o))
-                || c.usd_now);
+    IF c.ids IS NOT NULL THEN
+        PERFORM conveyor_rollup_finished(
+            array_fill(-1::bigint, ARRAY[cardinality(c.ids)])
+                || array_fill(1::bigint, ARRAY[cardinality(c.ids)]),
+            c.ids || c.ids, c.created || c.created, c.agent || c.agent,
+            c.tenant || c.tenant, c.status || c.status, c.finished || c.finished,
+            c.result || c.result,
+            c.attempts || array_fill(0::bigint, ARRAY[cardinality(c.ids)]),
+            c.throttled || array_fill(0::bigint, ARRAY[cardinality(c.ids)]),
+            c.input || array_fill(0::bigint, ARRAY[cardinality(c.ids)]),
+            c.output || array_fill(0::bigint, ARRAY[cardinality(c.ids)]),
+            c.llm || array_fill(0::numeric, ARRAY[cardinality(c.ids)]),
+            c.compute || array_fill(0::numeric, ARRAY[cardinality(c.ids)]));
+    END IF;
+END $$;
+
+-- The triggers of task_attempts: only the rows that were not 'running' may count (above).
+-- A claim inserts its attempts running, and a finishing statement's attempts all were
+-- running: one scan of the new (or old) rows finds none, and the old and new rows are not
+-- joined. The join (the rare path) is a hash join, linear in the rows, whatever plan the
+-- connection's first firing left (see notify.sql). Statement triggers, not row triggers
+-- with a WHEN: a row trigger fires after the statement, when the attempts it did not
+-- insert yet are there too, and the cost a task had before a statement that inserts two
+-- of its attempts could not be told from its rows.
+CREATE OR REPLACE FUNCTION conveyor_rollup_attempts() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_nestloop = off
+AS $$
+DECLARE
+    gone task_attempts[];
+    came task_attempts[];
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg(n) INTO came FROM new_rows n WHERE n.status <> 'running';
+    ELSIF EXISTS (SELECT 1 FROM old_rows o WHERE o.status <> 'running') THEN
+        SELECT array_agg(o), array_agg(n) INTO gone, came
+        FROM old_rows o
+        JOIN new_rows n USING (id)
+        WHERE o.status <> 'running';
+    END IF;
+    IF came IS NOT NULL THEN
+        PERFORM conveyor_rollup_attempt_changes(gone, came);
     END IF;
     RETURN NULL;
 END $$;
 
 -- An inserted task is counted in only if it is inserted finished, which Conveyor never
--- does (an enqueue inserts 'enqueued'; a child spawned again is an update): a row trigger
--- whose WHEN PostgreSQL checks per row without calling any function, instead of a
--- statement trigger that ran a query over the inserted rows at every enqueue to find
--- none (~0.03 ms of a single enqueue's ~0.25 ms of statement time). A finished task
--- inserted by hand (an import) is still counted, one call per such row.
+-- does (an enqueue inserts 'enqueued'; a child spawned again is an update), and an updated
+-- task is counted out as it was only if it was finished (a retry, a child spawned again, a
+-- review's correction of a result): row triggers whose WHEN PostgreSQL checks per row
+-- without calling any function, instead of statement triggers that ran a query over the
+-- statement's rows at every enqueue, claim and finish to find none (~0.03 ms of a single
+-- enqueue's ~0.25 ms of statement time). A finished task inserted by hand (an import) is
+-- still counted, one call per such row, as is every finished task updated.
 CREATE OR REPLACE FUNCTION conveyor_rollup_task_inserted() RETURNS trigger
-LANGUAGE plpgsql
-SET enable_seqscan = off
-SET jit = off
-AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM conveyor_rollup_finished(ARRAY[1::bigint], ARRAY[NEW.id], ARRAY[NEW.created_at],
                                      ARRAY[NEW.agent], ARRAY[NEW.tenant], ARRAY[NEW.status],
                                      ARRAY[NEW.finished_at], ARRAY[NEW.result]);
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION conveyor_rollup_task_replaced() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM conveyor_rollup_finished(ARRAY[-1::bigint], ARRAY[OLD.id], ARRAY[OLD.created_at],
+                                     ARRAY[OLD.agent], ARRAY[OLD.tenant], ARRAY[OLD.status],
+                                     ARRAY[OLD.finished_at], ARRAY[OLD.result]);
     RETURN NULL;
 END $$;
 
@@ -379,17 +385,16 @@ CREATE OR REPLACE TRIGGER tasks_rollup_inserted
     WHEN (NEW.status IN ('completed', 'failed', 'cancelled'))
     EXECUTE FUNCTION conveyor_rollup_task_inserted();
 
--- Fired before tasks_rollup_updated (triggers of one event fire in name order): the rows
--- as they were go out, then the rows as they are come in.
 CREATE OR REPLACE TRIGGER tasks_rollup_replaced
     AFTER UPDATE ON tasks
-    REFERENCING OLD TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks('out');
+    FOR EACH ROW
+    WHEN (OLD.status IN ('completed', 'failed', 'cancelled'))
+    EXECUTE FUNCTION conveyor_rollup_task_replaced();
 
 CREATE OR REPLACE TRIGGER tasks_rollup_updated
     AFTER UPDATE ON tasks
     REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks('in');
+    FOR EACH STATEMENT EXECUTE FUNCTION conveyor_rollup_tasks();
 
 CREATE OR REPLACE TRIGGER task_attempts_rollup_inserted
     AFTER INSERT ON task_attempts
