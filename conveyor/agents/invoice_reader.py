@@ -19,6 +19,7 @@ from conveyor.agents import (
     invoice_labels,
     invoice_parties,
     invoice_positions,
+    invoice_sum_model,
     invoice_sums,
     invoice_table,
 )
@@ -32,7 +33,12 @@ CENT = Decimal("0.01")
 
 def read_invoice_layout(text: DocumentText) -> tuple[Invoice, dict[str, float]]:
     sheet = Sheet.of(text)
-    best: tuple[tuple[int, int, int], Invoice, dict[str, float]] | None = None
+    _, invoice, fields = _best_reading(sheet)
+    return invoice, fields
+
+
+def _best_reading(sheet: Sheet) -> tuple[NumberStyle, Invoice, dict[str, float]]:
+    best: tuple[tuple[int, int, int], NumberStyle, Invoice, dict[str, float]] | None = None
     # The voted styles first, then the other decimal separator's: a page of opening hours
     # ("08.30 - 12.30 Uhr") can outvote its amounts. The reading that misses fewest key
     # fields, then reads more of the sums' amounts, then fails fewer checks, wins.
@@ -45,9 +51,26 @@ def read_invoice_layout(text: DocumentText) -> tuple[Invoice, dict[str, float]]:
         missing = sum(check.startswith("no ") for check in failed)
         standing = (missing, -len(invoice_sums.candidates(sheet)), len(failed))
         if best is None or standing < best[0]:
-            best = (standing, invoice, fields)
+            best = (standing, style, invoice, fields)
     assert best is not None
-    return best[1], best[2]
+    return best[1], best[2], best[3]
+
+
+def styled_sheet(text: DocumentText) -> tuple[Sheet, list[LineItem], int | None]:
+    """The pages in the number style the layout reader reads them in, their items and
+    the line after the item table: what the learned sums chooser is trained on."""
+    sheet = Sheet.of(text)
+    sheet.style = _best_reading(sheet)[0]
+    items, _, end = invoice_table.read_items(sheet)
+    return sheet, items or invoice_positions.read_positions(sheet), end
+
+
+def lines_total_of(items: list[LineItem]) -> Decimal | None:
+    """The items' amounts added up; None when an item has none (or there are none)."""
+    amounts = [item.amount for item in items]
+    if not items or None in amounts:
+        return None
+    return sum((a for a in amounts if a is not None), Decimal(0))
 
 
 def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
@@ -71,18 +94,14 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
     fields["vendor.tax_id"] = invoice_fields.LIKELY if vendor.tax_id else invoice_fields.WEAK
     fields["customer.name"] = _corroborated(sheet, customer) if customer.name else 0.0
     fields["customer.address"] = invoice_fields.WEAK if customer.address else 0.0
-    items, fields["line_items"], _ = invoice_table.read_items(sheet)
+    items, fields["line_items"], table_end = invoice_table.read_items(sheet)
     if not items:
         # No table: the items may be blocks of labelled values, one a position.
         items = invoice_positions.read_positions(sheet)
         fields["line_items"] = invoice_fields.LIKELY if items else fields["line_items"]
-    amounts = [item.amount for item in items]
-    lines_total = (
-        sum((a for a in amounts if a is not None), Decimal(0))
-        if items and None not in amounts
-        else None
-    )
+    lines_total = lines_total_of(items)
     sums = invoice_sums.choose(sheet, lines_total)
+    _learned(sheet, lines_total, table_end, sums)
     fields.update(sums.conf)
     if sums.tax is None and sums.net is not None and sums.net == sums.gross and _taxed(items):
         # Items whose amounts are more than quantity times price carry their tax: they
@@ -113,6 +132,21 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
         total=sums.gross,
     )
     return invoice, fields
+
+
+def _learned(
+    sheet: Sheet, lines_total: Decimal | None, table_end: int | None, sums: invoice_sums.Sums
+) -> None:
+    """The learned chooser's sums (invoice_sum_model) in place of the rules' when the
+    rules' do not add up and its do: by leave-one-source-out on the opened sets it reads
+    as many sums right as the rules, which saw every source, and more where they fail."""
+    if sums.withheld is not None or invoice_sum_model.adds_up(sums.net, sums.tax, sums.gross):
+        return
+    choice = invoice_sum_model.choose(sheet, lines_total, table_end)
+    if not choice.agree:
+        return
+    sums.net, sums.tax, sums.gross = choice.net, choice.tax, choice.gross
+    sums.conf.update(choice.conf)
 
 
 def _corroborated(sheet: Sheet, party: invoice_parties.Party) -> float:
