@@ -7,7 +7,8 @@ Opened sets: ../shared/realdocs (text-only copies), benchmarks/tuning, round4 to
 fresh; never the held-out corpus, round9, round10. A source is one repository (a folder
 of text-only/): each is left out in turn, the models trained on the others, and its
 documents' net, tax and gross decoded. The rules' fields are the offline reader's as it
-stands (it saw every source: its number is optimistic). --export trains on all of them
+stands (it saw every source: its number is optimistic); "wired" takes the rules' sums
+unless they do not add up and the model's do. --export trains on all of them
 and writes conveyor/agents/invoice_sum_model.json. scikit-learn is needed here only (the
 `bench` extra); the runtime evaluates the exported weights in plain Python.
 """
@@ -29,7 +30,6 @@ sys.path.insert(0, str(HERE))
 
 from realdocs import DEFAULT_CORPUS, expected, flatten, right  # noqa: E402
 
-from conveyor.agents import invoice_reader  # noqa: E402
 from conveyor.agents import invoice_sum_model as model_  # noqa: E402
 from conveyor.agents.invoice_reader import lines_total_of, styled_sheet  # noqa: E402
 from conveyor.agents.invoice_sum_features import (  # noqa: E402
@@ -60,12 +60,7 @@ class Doc:
     rates: frozenset[Decimal]  # printed beside a tax's label
 
 
-def _rules_alone(*_: object) -> None:
-    """invoice_reader._learned switched off: the rules' sums, not the model's."""
-
-
 def read(corpus: Path) -> list[Doc]:
-    invoice_reader._learned = _rules_alone  # type: ignore[assignment]
     docs = []
     for pdf in sorted((corpus / "text-only").glob("*/*.pdf")):
         truth_file = pdf.with_suffix(".json")
@@ -139,8 +134,7 @@ def _fields(choice: model_.Choice) -> dict[str, tuple[Decimal | None, float]]:
 
 def loso(docs: list[Doc], k: Knobs) -> list[dict[str, Any]]:
     """Each field of each document read by the models trained without its source; and
-    as wired in (invoice_reader._learned): the rules', unless they do not add up and the
-    model's do."""
+    "wired", the two together: the rules', unless they do not add up and the model's do."""
     rows = []
     for source in sorted({d.source for d in docs}):
         model = train([d for d in docs if d.source != source], k)

@@ -19,7 +19,6 @@ from conveyor.agents import (
     invoice_labels,
     invoice_parties,
     invoice_positions,
-    invoice_sum_model,
     invoice_sums,
     invoice_table,
 )
@@ -94,14 +93,13 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
     fields["vendor.tax_id"] = invoice_fields.LIKELY if vendor.tax_id else invoice_fields.WEAK
     fields["customer.name"] = _corroborated(sheet, customer) if customer.name else 0.0
     fields["customer.address"] = invoice_fields.WEAK if customer.address else 0.0
-    items, fields["line_items"], table_end = invoice_table.read_items(sheet)
+    items, fields["line_items"], _ = invoice_table.read_items(sheet)
     if not items:
         # No table: the items may be blocks of labelled values, one a position.
         items = invoice_positions.read_positions(sheet)
         fields["line_items"] = invoice_fields.LIKELY if items else fields["line_items"]
     lines_total = lines_total_of(items)
     sums = invoice_sums.choose(sheet, lines_total)
-    _learned(sheet, lines_total, table_end, sums)
     fields.update(sums.conf)
     if sums.tax is None and sums.net is not None and sums.net == sums.gross and _taxed(items):
         # Items whose amounts are more than quantity times price carry their tax: they
@@ -132,21 +130,6 @@ def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
         total=sums.gross,
     )
     return invoice, fields
-
-
-def _learned(
-    sheet: Sheet, lines_total: Decimal | None, table_end: int | None, sums: invoice_sums.Sums
-) -> None:
-    """The learned chooser's sums (invoice_sum_model) in place of the rules' when the
-    rules' do not add up and its do: by leave-one-source-out on the opened sets it reads
-    as many sums right as the rules, which saw every source, and more where they fail."""
-    if sums.withheld is not None or invoice_sum_model.adds_up(sums.net, sums.tax, sums.gross):
-        return
-    choice = invoice_sum_model.choose(sheet, lines_total, table_end)
-    if not choice.agree:
-        return
-    sums.net, sums.tax, sums.gross = choice.net, choice.tax, choice.gross
-    sums.conf.update(choice.conf)
 
 
 def _corroborated(sheet: Sheet, party: invoice_parties.Party) -> float:
