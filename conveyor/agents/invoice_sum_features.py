@@ -19,7 +19,7 @@ from decimal import Decimal
 
 from conveyor.agents.invoice_labels import sum_label
 from conveyor.agents.invoice_sheet import BELOW_LINES, SIDE_SLACK, Sheet
-from conveyor.agents.values import PERCENT, cell_amounts, currency_of
+from conveyor.agents.values import PERCENT, cell_amounts, currency_of, dates_in
 from conveyor.documents.layout import Cell
 
 CENT = Decimal("0.01")
@@ -98,6 +98,8 @@ def _cell_values(sheet: Sheet, cell: Cell) -> list[tuple[Decimal, str | None]]:
     if several:
         return [(v, None) for v in several]
     words = cell.text.split()
+    if dates_in(cell.text):
+        return []  # "facture du 2 novembre 2019": the date's year is no amount
     for n in (3, 2, 1):
         if len(words) <= n:
             continue
@@ -204,12 +206,15 @@ def amounts(
     by_line: dict[int, list[Decimal]] = {}
     for p in places:
         by_line.setdefault(p.line, []).append(p.value)
-    # Every n + t = g among the values, t a usual rate of n: once, for all of them.
+    # Every n + t = g among the values (to the cent: a tax rounded apart), t a usual rate
+    # of n: once, for all of them.
     pairs = [
-        (n, t, n + t)
+        (n, t, g)
         for n in pool
         for t in pool
-        if t < n and n + t in pool_set and _usual_rate(n, t)
+        if t < n and _usual_rate(n, t)
+        for g in (n + t - CENT, n + t, n + t + CENT)
+        if g in pool_set
     ]
     out: dict[Decimal, Candidate] = {}
     for p in places:
