@@ -4,7 +4,7 @@ krone of the country named; the sol's "S/". Each invoice is a snippet drawn here
 
 from __future__ import annotations
 
-from conveyor.agents.invoice_fields import _vat_id_currency
+from conveyor.agents.invoice_currency import _vat_id_currency
 from conveyor.agents.values import NumberStyle, cell_amount, currency_of, sign_currencies
 from tests.snippets import Draw, extraction
 

@@ -491,7 +491,7 @@ def test_a_letter_with_the_seller_block_over_the_buyer_and_a_header_of_two_word_
 
 
 def test_header_labels_of_several_words_and_the_last_price_as_the_amount() -> None:
-    from conveyor.agents.invoice_table import find_header
+    from conveyor.agents.invoice_table_header import find_header
     from conveyor.documents.layout import lines_of
 
     text = extract_text(pdf([(40, 100, "Qty"), (80, 100, "Item"), (300, 100, "Unit price Price")]))
@@ -682,7 +682,8 @@ def test_a_hashed_number_behind_an_unknown_label_is_a_guess() -> None:
 
 def test_a_row_that_does_not_multiply_out_keeps_its_quantity_and_price_columns() -> None:
     from conveyor.agents.invoice_sheet import Sheet
-    from conveyor.agents.invoice_table import find_header, read_row
+    from conveyor.agents.invoice_table_header import find_header
+    from conveyor.agents.invoice_table_row import read_row
 
     sheet = Sheet.of(
         extract_text(
@@ -715,7 +716,7 @@ def test_a_row_that_does_not_multiply_out_keeps_its_quantity_and_price_columns()
 
 
 def test_polish_and_finnish_labels_a_spaced_series_number_and_a_reference() -> None:
-    from conveyor.agents.invoice_fields import _token
+    from conveyor.agents.invoice_number import _token
     from conveyor.agents.invoice_party_labels import party_heading
 
     assert _token("FV 7/2021") == "FV 7/2021" and _token("A-17 vom 1.2.2026") == "A-17"

@@ -2,7 +2,7 @@
 languages of `invoice_labels` (English, German, French, Dutch, Spanish, Italian,
 Portuguese, Polish, Czech, Slovak, Finnish, Norwegian, Danish, Swedish, Romanian,
 Hungarian, Croatian, Slovene, Lithuanian, Latvian, Estonian, Turkish, Catalan, Greek,
-Bulgarian): the vocabulary of `invoice_table`, matched as `invoice_labels` matches labels
+Bulgarian): the vocabulary of `invoice_table_header`, matched as `invoice_labels` matches labels
 (on folded text, the longest label wins: "Unit price" is one column, not "Unit" and
 "price")."""
 

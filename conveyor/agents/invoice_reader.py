@@ -4,8 +4,9 @@ or below them, the parties by evidence, the items by column, the sums by arithme
     read_invoice_layout(text) -> (Invoice, per-field confidences)
 
 The pieces: invoice_sheet (lines and cells), invoice_labels, invoice_sum_labels,
-invoice_party_labels and invoice_columns (the vocabulary), invoice_fields (number, dates,
-currency), invoice_parties, invoice_table, invoice_sums.
+invoice_party_labels and invoice_columns (the vocabulary), invoice_number, invoice_dates
+and invoice_currency (with invoice_fields, what they share), invoice_parties,
+invoice_table (with invoice_table_header and invoice_table_row), invoice_sums.
 The number style is tried in each candidate (values.number_styles) and the reading whose
 cross-checks fail least wins.
 """
@@ -15,8 +16,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 from conveyor.agents import (
+    invoice_currency,
+    invoice_dates,
     invoice_fields,
     invoice_labels,
+    invoice_number,
     invoice_parties,
     invoice_positions,
     invoice_sums,
@@ -74,15 +78,15 @@ def lines_total_of(items: list[LineItem]) -> Decimal | None:
 
 def _read(sheet: Sheet) -> tuple[Invoice, dict[str, float]]:
     fields: dict[str, float] = {}
-    numbers = invoice_fields.numbers(sheet)
+    numbers = invoice_number.numbers(sheet)
     number = numbers[0] if numbers else None
     fields["number"] = number.confidence if number else 0.0
     if number and any(
         n.value != number.value and n.confidence >= number.confidence for n in numbers
     ):
         fields["number"] = min(fields["number"], invoice_fields.WEAK)
-    currency, fields["currency"] = invoice_fields.currency(sheet)
-    issue, fields["issue_date"], due, fields["due_date"] = invoice_fields.choose_dates(
+    currency, fields["currency"] = invoice_currency.currency(sheet)
+    issue, fields["issue_date"], due, fields["due_date"] = invoice_dates.choose_dates(
         sheet, currency
     )
     vendor, customer = invoice_parties.parties(sheet)

@@ -280,7 +280,7 @@ def _currency(lines: list[str], found: _Found) -> str | None:
         else:
             # Several countries print it for their dollar or peso: the United States' when
             # the page names them or prints a state and ZIP code, else a guess (as the
-            # layout reader's invoice_fields.currency holds it).
+            # layout reader's invoice_currency.currency holds it).
             us = any(_UNITED_STATES.search(line) for line in lines)
             confidence = min(confidence, LIKELY if us else FAIR)
     if shared_sign(code, "\n".join(lines)):

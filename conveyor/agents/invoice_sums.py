@@ -20,7 +20,7 @@ from itertools import product
 from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_sheet import BELOW_LINES, Sheet, Spot
 from conveyor.agents.invoice_sum_labels import NO_VAT
-from conveyor.agents.invoice_table import find_header
+from conveyor.agents.invoice_table_header import find_header
 from conveyor.agents.values import cell_amounts, currency_of
 from conveyor.documents.layout import Cell, Line
 

@@ -476,7 +476,7 @@ def sign_currencies(sign: str) -> frozenset[str]:
 # the yen's and the yuan's, "Rs" the rupee of India, Pakistan, Sri Lanka and Nepal, "C$"
 # the córdoba's and, on many invoices, the Canadian dollar's. Such a currency is sure only
 # when the page also prints its code, a sign of its own or its country's name (as a bare
-# "$" is the United States' dollar when the page names them: invoice_fields.currency).
+# "$" is the United States' dollar when the page names them: invoice_currency.currency).
 _SHARED_SIGNS = {
     "JPY": re.compile(r"\bJPY\b|\u5186|\u65e5\u672c|\b(?:yen|japan)\b", re.IGNORECASE),
     "INR": re.compile(r"\bINR\b|\u20b9|\bIndia\b"),
