@@ -19,6 +19,7 @@ from decimal import Decimal
 
 from conveyor.agents.invoice_labels import sum_label
 from conveyor.agents.invoice_sheet import BELOW_LINES, SIDE_SLACK, Sheet
+from conveyor.agents.invoice_table_header import find_header
 from conveyor.agents.values import PERCENT, cell_amounts, currency_of, dates_in
 from conveyor.documents.layout import Cell
 
@@ -183,8 +184,6 @@ def printed_rates(sheet: Sheet) -> frozenset[Decimal]:
 
 def table_region(sheet: Sheet, end: int | None) -> tuple[int, int] | None:
     """The lines of the item table: from its first header to the line after it."""
-    from conveyor.agents.invoice_table import find_header
-
     start = next((i for i, line in enumerate(sheet.lines) if find_header(line)), None)
     if start is None:
         return None
