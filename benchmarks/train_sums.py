@@ -1,16 +1,18 @@
 """Train the learned sums chooser (conveyor/agents/invoice_sum_model) on the opened sets,
 and measure it by leave-one-source-out against the rules.
 
-    python benchmarks/train_sums.py [--export] [--json out.json]
+    python benchmarks/train_sums.py [--export] [--json out.json] [--pipeline-loso]
 
 Opened sets: ../shared/realdocs (text-only copies), benchmarks/tuning, round4 to round8 and
-fresh; never the held-out corpus, round9, round10. A source is one repository (a folder
+fresh; never the held-out corpus, round9, round10, round11. A source is one repository (a folder
 of text-only/): each is left out in turn, the models trained on the others, and its
 documents' net, tax and gross decoded. The rules' fields are the offline reader's as it
 stands (it saw every source: its number is optimistic); "wired" takes the rules' sums
 unless they do not add up and the model's do. --export trains on all of them
 and writes conveyor/agents/invoice_sum_model.json. scikit-learn is needed here only (the
 `bench` extra); the runtime evaluates the exported weights in plain Python.
+--pipeline-loso reads each source with the whole offline reader instead, the chooser
+wired in each of VARIANTS (invoice_reader.LEARNED_SUMS) and trained without that source.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 from realdocs import DEFAULT_CORPUS, expected, flatten, right  # noqa: E402
 
+from conveyor.agents import invoice_reader  # noqa: E402
 from conveyor.agents import invoice_sum_model as model_  # noqa: E402
 from conveyor.agents.invoice_reader import lines_total_of, styled_sheet  # noqa: E402
 from conveyor.agents.invoice_sum_features import (  # noqa: E402
@@ -200,10 +203,69 @@ def search(docs: list[Doc]) -> Knobs:
     return best[1]
 
 
+# The whole reader's variants --pipeline-loso compares, with invoice_reader.LEARNED_SUMS
+# on: (RULES_SURE, KEEP_AGREED). A threshold of 0 keeps every rules' sum (the rules alone,
+# as the reader reads with it off); over 1, none (the chooser outright).
+VARIANTS = {
+    "rules": (0.0, True),
+    "outright": (2.0, False),
+    "sure 0.9": (0.9, False),
+    "sure 0.9, agreed keep": (0.9, True),
+    "sure 0.97": (0.97, False),
+    "sure 0.97, agreed keep": (0.97, True),
+}
+
+
+def pipeline_loso(docs: list[Doc], roots: dict[str, Path], k: Knobs) -> list[str]:
+    """Each source read by the whole offline reader in each of VARIANTS, with the chooser
+    trained without that source: the sums right, and wrong at >= 0.9, per variant."""
+    ok = {v: 0 for v in VARIANTS}
+    sure_wrong = {v: 0 for v in VARIANTS}
+    per: dict[tuple[str, str], int] = {}
+    shipped = model_.load
+    settings = (invoice_reader.RULES_SURE, invoice_reader.KEEP_AGREED)
+    invoice_reader.LEARNED_SUMS = True
+    try:
+        for source in sorted({d.source for d in docs}):
+            fold = train([d for d in docs if d.source != source], k)
+            model_.load = lambda path=model_.MODEL_FILE, fold=fold: fold  # type: ignore[misc]
+            for doc in (d for d in docs if d.source == source):
+                pdf = roots[doc.corpus] / doc.path
+                text = extract_text(pdf, name=pdf.name)
+                for variant, (threshold, keep) in VARIANTS.items():
+                    invoice_reader.RULES_SURE, invoice_reader.KEEP_AGREED = threshold, keep
+                    got = extract_offline(text, "invoice")
+                    data = flatten(got.data)
+                    for name in FIELD.values():
+                        good = right(name, doc.want[name], data.get(name))
+                        ok[variant] += good
+                        sure_wrong[variant] += not good and got.fields.get(name, 0.0) >= 0.9
+                        per[variant, doc.corpus] = per.get((variant, doc.corpus), 0) + good
+    finally:
+        model_.load = shipped  # type: ignore[misc]
+        invoice_reader.RULES_SURE, invoice_reader.KEEP_AGREED = settings
+        invoice_reader.LEARNED_SUMS = False
+    corpora = sorted({d.corpus for d in docs})
+    out = ["| variant | all sums | wrong >= 0.9 | " + " | ".join(corpora) + " |"]
+    out.append("| --- | ---: | ---: | " + " | ".join("---:" for _ in corpora) + " |")
+    for variant in VARIANTS:
+        cells = [
+            f"{per.get((variant, c), 0)}/{3 * sum(d.corpus == c for d in docs)}" for c in corpora
+        ]
+        row = f"| {variant} | {ok[variant]}/{3 * len(docs)} | {sure_wrong[variant]} | "
+        out.append(row + " | ".join(cells) + " |")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--export", action="store_true")
     parser.add_argument("--grid", action="store_true", help="search the knobs (GRID)")
+    parser.add_argument(
+        "--pipeline-loso",
+        action="store_true",
+        help="the whole reader by leave-one-source-out, in each of VARIANTS",
+    )
     parser.add_argument("--json", type=Path, help="write each LOSO field's result here")
     parser.add_argument("--knobs", type=json.loads, default={}, help='e.g. {"c": 0.3}')
     parser.add_argument(
@@ -217,6 +279,10 @@ def main() -> int:
         parser.error(f"no text-only copies in {args.realdocs}: give --realdocs")
     opened = [args.realdocs, *(HERE / s for s in SETS)]
     docs = [doc for corpus in opened for doc in read(corpus)]
+    if args.pipeline_loso:
+        roots = {corpus.name: corpus for corpus in opened}
+        print("\n".join(pipeline_loso(docs, roots, Knobs(**args.knobs))))
+        return 0
     sources = len({d.source for d in docs})
     print(f"{len(docs)} documents, {sources} sources, {sum(len(d.candidates) for d in docs)} cands")
     knobs = search(docs) if args.grid else Knobs(**args.knobs)

@@ -9,10 +9,13 @@ import sys
 import textwrap
 from decimal import Decimal
 
+import pytest
+
+from conveyor.agents import invoice_reader
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.invoice_sum_features import FEATURES, Candidate, amounts
 from conveyor.agents.invoice_sum_model import Model, decode, load, logit
-from tests.snippets import text_layer
+from tests.snippets import text_invoice_data, text_layer
 
 PAGE = """\
 ACME Widgets Ltd                                  Invoice 2024-117
@@ -77,6 +80,44 @@ def test_the_shipped_model_reads_the_page() -> None:
     assert logit(load(), "gross", _by_value(PAGE)[Decimal("119.00")]) > logit(
         load(), "gross", _by_value(PAGE)[Decimal("50.00")]
     )
+
+
+# A sum under no label the rules know ("Balance"), the net a bare amount under the items:
+# the rules read only the tax, and unsure; the learned chooser reads the three.
+UNLABELLED = """Invoice 2041
+Date 2024-03-05
+Item            Qty   Price    Amount
+Consulting        4   250.00   1,000.00
+Travel            1   180.00     180.00
+                                1,180.00
+VAT 20 %                          236.00
+Balance                         1,416.00
+"""
+
+
+def test_the_reader_asks_the_chooser_for_the_sums_the_rules_are_unsure_of(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rules = text_invoice_data(UNLABELLED)
+    assert (rules["subtotal"], rules["tax"], rules["total"]) == (None, "236.00", None)
+    monkeypatch.setattr(invoice_reader, "LEARNED_SUMS", True)  # off as shipped
+    data = text_invoice_data(UNLABELLED)
+    assert (data["subtotal"], data["tax"], data["total"]) == ("1180.00", "236.00", "1416.00")
+
+
+def test_the_rules_sure_sums_are_fixed_in_the_decoding() -> None:
+    found = amounts(Sheet.of(text_layer(UNLABELLED)), Decimal("1180.00"), None)
+    free = decode(found, load())
+    fixed = decode(found, load(), fixed={"net": Decimal("1180.00")})
+    assert free.net is None  # left alone, the model reads no net (implied() makes it)
+    assert (fixed.net, fixed.tax, fixed.gross) == (
+        Decimal("1180.00"),
+        Decimal("236.00"),
+        Decimal("1416.00"),
+    )
+    # the tax and the total add up with the fixed net: surer than without it
+    assert fixed.agree and fixed.conf["total"] > free.conf["total"]
+    assert fixed.conf["tax"] > free.conf["tax"]
 
 
 def test_the_model_file_loads_and_scores_without_scikit_learn() -> None:

@@ -8,10 +8,13 @@ The models are trained by benchmarks/train_sums.py (scikit-learn, training only)
 exported to invoice_sum_model.json beside this file: here they are a dot product each, in
 plain Python, so the base install needs nothing more.
 
-NOT WIRED INTO THE READER (yet): measured in docs/benchmarks.md's sums experiment (#11),
-neither way of using it met the bar. Used outright in place of invoice_sums.choose it
-read more sums of the held-out sets but fewer of the opened ones; used only where the
-rules' sums do not add up it changed no held-out field.
+NOT WIRED INTO THE READER (invoice_reader.LEARNED_SUMS is off): measured in
+docs/benchmarks.md's sums experiment (#11). Outright in place of invoice_sums.choose it read
+more held-out sums but fewer opened ones. Asked only for the sums the rules are unsure of
+(< 0.9), the sure ones `fixed` in the decoding, it read more sums on both (whole-reader
+leave-one-source-out 334/351 against the rules' 322; held out 87/111 against 73/111), but
+a held-out set had one more wrong field at >= 0.9 (not a sum), which the bar set beforehand
+did not allow.
 """
 
 from __future__ import annotations
@@ -102,23 +105,30 @@ def _a_tax_between(net: Decimal | None, gross: Decimal | None, rates: frozenset[
 
 
 def decode(
-    candidates: list[Candidate], model: Model, rates: frozenset[Decimal] = frozenset()
+    candidates: list[Candidate],
+    model: Model,
+    rates: frozenset[Decimal] = frozenset(),
+    fixed: dict[str, Decimal | None] | None = None,
 ) -> Choice:
     """The (net, tax, gross) of highest joint score: each role's log-odds (a value left
     unread scores the model's `unread`), plus `agree` when they add up or less `disagree`
     when they do not; no tax read, the total may add a tax at one of the `rates` printed
     (invoice_sum_features.printed_rates). Each field's confidence: its value's share of
-    the joint probability."""
+    the joint probability. A role in `fixed` is that value and no other: the others are
+    chosen given it (whether they add up is judged with it)."""
     pools: dict[str, list[tuple[float, Decimal | None]]] = {}
     times = {c.value: c.times for c in candidates}
     for role in ROLES:
+        if fixed is not None and role in fixed:
+            pools[role] = [(0.0, fixed[role])]
+            continue
         scored = sorted(
             ((logit(model, role, c), c.value) for c in candidates), key=lambda s: -s[0]
         )[:TOP]
         pools[role] = [*scored, (model.unread[role], None)]
     joint: list[tuple[float, Decimal | None, Decimal | None, Decimal | None]] = []
     for (sn, net), (st, tax), (sg, gross) in product(pools["net"], pools["tax"], pools["gross"]):
-        if net is not None and (net == tax or (net == gross and times[net] < 2)):
+        if net is not None and (net == tax or (net == gross and times.get(net, 0) < 2)):
             continue  # a sum printed once is one sum: no net that is also the total
         score = sn + st + sg
         adds = adds_up(net, tax, gross)
@@ -167,11 +177,17 @@ def implied(choice: Choice) -> Choice:
 TRUST = 0.85
 
 
-def choose(sheet: Sheet, lines_total: Decimal | None, table_end: int | None) -> Choice:
-    """The sums the learned chooser reads on `sheet` (in its number style)."""
+def choose(
+    sheet: Sheet,
+    lines_total: Decimal | None,
+    table_end: int | None,
+    fixed: dict[str, Decimal | None] | None = None,
+) -> Choice:
+    """The sums the learned chooser reads on `sheet` (in its number style); the roles in
+    `fixed` (net, tax, gross) are those values, and the others chosen given them."""
     found = amounts(sheet, lines_total, table_region(sheet, table_end))
-    if not found:
+    if not found and not fixed:
         return Choice(None, None, None, {"subtotal": 0.0, "tax": 0.0, "total": 0.0}, False)
-    choice = implied(decode(found, load(), printed_rates(sheet)))
+    choice = implied(decode(found, load(), printed_rates(sheet), fixed))
     choice.conf = {name: min(conf, TRUST) for name, conf in choice.conf.items()}
     return choice
