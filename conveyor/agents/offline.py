@@ -18,7 +18,7 @@ import re
 from pydantic import BaseModel
 
 from conveyor.agents.contract_rules import read_contract
-from conveyor.agents.invoice_reader import read_invoice_layout
+from conveyor.agents.invoice_reader import DOUBT, misread, read_invoice_layout
 from conveyor.agents.invoice_rules import read_invoice
 from conveyor.agents.invoice_sheet import MAX_PAGES
 from conveyor.documents.text import DocumentText
@@ -116,18 +116,8 @@ def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
     return invoice, _doubted(invoice, fields), keys
 
 
-# A document whose fields do not hold together (its sums do not add up, a key field is
-# missing, a table row read without its amount) was misread somewhere; where is not
-# known, so no field of it is trusted.
-DOUBT = 0.85
-
-
-def _misread(check: str) -> bool:
-    return check.startswith("no ") or "not the total" in check or "have no amount" in check
-
-
 def _doubted(invoice: Invoice, fields: dict[str, float]) -> dict[str, float]:
-    if not any(_misread(check) for check in cross_checks("invoice", invoice)):
+    if not misread(invoice):
         return fields
     return {name: min(conf, DOUBT) for name, conf in fields.items()}
 
