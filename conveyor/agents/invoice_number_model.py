@@ -7,8 +7,8 @@ The model is trained by benchmarks/train_number.py (scikit-learn, training only)
 exported to invoice_number_model.json beside this file; here it is a dot product in plain
 Python. (invoice_sum_model's Model is made for its three roles and its decoding, so this
 one has its own small loader.) A candidate's confidence is its share of the softmax over
-the document's candidates, never over TRUST: the model was trained on a hundred-odd
-invoices.
+the document's candidates (at most its own probability), never over TRUST: the model was
+trained on a hundred-odd invoices.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ MODEL_FILE = Path(__file__).with_name("invoice_number_model.json")
 TRUST = 0.85
 # Where it is wired (offline._read_invoice): only where the rules read no number or one at
 # a guess (below WEAK), and only a candidate the model gives this share or more. Chosen by
-# leave-one-source-out on the opened sets: where the rules read their number at 0.75 to
-# 0.93 (most often a sure one capped as the document's sums do not add up) they were right
-# 45 times in 47, the model far less often.
+# leave-one-source-out on the opened sets: where the rules read their number at 0.75 or
+# 0.85 (most often a sure one capped as the document's sums do not add up) they were right
+# 44 times in 46, the model 31 times.
 RULES_UNSURE = 0.75
 MODEL_SURE = 0.7
 
@@ -57,14 +57,16 @@ def logit(model: Model, candidate: Candidate) -> float:
 
 
 def best(found: list[Candidate], model: Model) -> tuple[str, float] | None:
-    """The candidate of highest score and its share of the softmax over all of them."""
+    """The candidate of highest score, and its confidence: its share of the softmax over
+    all of them, but never more than the model's own probability for it (a page with one
+    candidate, an item's quantity "1", gives it the whole share)."""
     if not found:
         return None
     scores = [logit(model, c) for c in found]
     top = max(scores)
     whole = sum(math.exp(s - top) for s in scores)
     index = scores.index(top)
-    return found[index].value, 1.0 / whole
+    return found[index].value, min(1.0 / whole, 1.0 / (1.0 + math.exp(-top)))
 
 
 def choose(sheet: Sheet, table: tuple[int, int] | None = None) -> tuple[str, float] | None:
