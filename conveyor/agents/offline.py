@@ -17,6 +17,7 @@ import re
 
 from pydantic import BaseModel
 
+from conveyor.agents import invoice_number_model
 from conveyor.agents.contract_rules import read_contract
 from conveyor.agents.invoice_reader import DOUBT, misread, read_invoice_layout
 from conveyor.agents.invoice_rules import read_invoice
@@ -112,8 +113,29 @@ def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
     pass and the layout reader missed a key field, or when both read the same number and
     total and parties and as many items (the line reader then also knows the addresses it
     was made for)."""
+    invoice, fields, keys = rules_invoice(text)
+    invoice, fields = _learned_number(text, invoice, fields)
+    return invoice, fields, keys
+
+
+def rules_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[str] | None]:
+    """The invoice the rules read, before the learned number chooser (what it is trained
+    and measured against: benchmarks/train_number.py)."""
     invoice, fields, keys = _choose_invoice(text)
     return invoice, _doubted(invoice, fields), keys
+
+
+def _learned_number(
+    text: DocumentText, invoice: Invoice, fields: dict[str, float]
+) -> tuple[Invoice, dict[str, float]]:
+    """Where the rules read no number, or one at a guess, the learned chooser's number
+    (invoice_number_model) when it is fairly sure of it, never trusted outright."""
+    if fields.get("number", 0.0) >= invoice_number_model.RULES_UNSURE:
+        return invoice, fields
+    picked = invoice_number_model.choose(*invoice_number_model.read(text))
+    if picked is None or picked[1] < invoice_number_model.MODEL_SURE:
+        return invoice, fields
+    return invoice.model_copy(update={"number": picked[0]}), {**fields, "number": picked[1]}
 
 
 def _doubted(invoice: Invoice, fields: dict[str, float]) -> dict[str, float]:
