@@ -108,3 +108,47 @@ async def test_the_finish_reads_only_its_batch_at_every_size(conn: Any) -> None:
         for table in ("tasks", "task_attempts"):
             assert reads[table]["seq_scan"] == 0, (size, reads)
             assert reads[table]["idx_tup_fetch"] <= 4 * size, (size, reads)
+
+
+async def test_only_a_failure_asking_for_a_retry_reads_its_task_before_the_update(
+    conn: Any,
+) -> None:
+    """The retry rule needs the task's attempt counts, and only a failed or lost outcome
+    with a retry delay reaches it: a batch of succeeded outcomes fetches each task once
+    (the UPDATE's lookup), where it fetched each twice when every outcome's task was
+    joined first. Failures that ask for a retry still read them, and the rule still
+    decides: a task with a retry left is queued again, one without fails."""
+    await queue.register_agents(conn, [AgentRegistration("a")])
+    await queue.enqueue_many(
+        conn,
+        [NewTask("a", max_attempts=1 if i % 2 else 3) for i in range(48)],
+        known_agents={"a"},
+    )
+    claimed = await queue.claim(conn, worker_id="w", agents=["a"], limit=48)
+    assert len(claimed) == 48
+    succeeded, failing = claimed[:16], claimed[16:32]
+
+    async def finish(outcomes: list[Outcome]) -> None:
+        results = await queue.finish(conn, outcomes)
+        assert [r.applied for r in results] == [True] * len(outcomes)
+
+    reads = await table_reads(
+        conn, lambda: finish([Outcome(c.id, c.attempt, "succeeded") for c in succeeded])
+    )
+    assert reads["tasks"]["idx_tup_fetch"] == len(succeeded), reads
+
+    failed = [Outcome(c.id, c.attempt, "failed", error="e", retry_delay=0) for c in failing]
+    reads = await table_reads(conn, lambda: finish(failed))
+    assert reads["tasks"]["idx_tup_fetch"] == 2 * len(failing), reads
+
+    # The same failures committed: the retry rule applied per task.
+    await finish(failed)
+    cur = await conn.execute(
+        "SELECT max_attempts, status, count(*) AS n FROM tasks WHERE id = ANY(%s)"
+        " GROUP BY 1, 2 ORDER BY 1",
+        ([c.id for c in failing],),
+    )
+    assert [(r["max_attempts"], r["status"], r["n"]) for r in await cur.fetchall()] == [
+        (1, "failed", 8),
+        (3, "enqueued", 8),
+    ]

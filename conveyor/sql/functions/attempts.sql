@@ -122,6 +122,11 @@ BEGIN
                   compute_rate, run_id, since_last_call, claim_token)
     ), decided AS MATERIALIZED (
         -- fenced_status: what the task must still be for its outcome to apply (below).
+        -- Only a failure that asks for a retry needs the task's attempt counts: the task
+        -- is read for those alone (a CASE evaluates the subquery only in its branch), not
+        -- for every outcome, and an outcome whose task does not exist ends nothing below
+        -- (`ended` joins tasks). A drain's succeeded outcomes were one lookup of tasks_pkey
+        -- each before the UPDATE's own (docs/benchmarks.md, #16).
         SELECT o.*, 'processing'::text AS fenced_status,
                CASE
                    WHEN o.outcome = 'succeeded' THEN 'completed'
@@ -130,12 +135,13 @@ BEGIN
                    WHEN o.outcome = 'spawned' THEN 'processing'
                    -- failed, lost: the delay is the reporter's (conveyor.policy.backoff).
                    WHEN o.retry_delay IS NOT NULL
-                        AND conveyor_retry_left(t.attempts, t.free_attempts, t.max_attempts)
+                        AND (SELECT conveyor_retry_left(t.attempts, t.free_attempts,
+                                                        t.max_attempts)
+                             FROM tasks t WHERE t.id = o.task_id)
                        THEN 'enqueued'
                    ELSE 'failed'
                END AS new_status
         FROM outcome o
-        JOIN tasks t ON t.id = o.task_id
     ), ended AS (
         UPDATE tasks t
         SET status = d.new_status,
