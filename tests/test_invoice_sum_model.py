@@ -15,6 +15,7 @@ from conveyor.agents import invoice_reader
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.invoice_sum_features import FEATURES, Candidate, amounts
 from conveyor.agents.invoice_sum_model import Model, decode, load, logit
+from conveyor.agents.offline import extract_offline
 from tests.snippets import text_invoice_data, text_layer
 
 PAGE = """\
@@ -103,6 +104,19 @@ def test_the_reader_asks_the_chooser_for_the_sums_the_rules_are_unsure_of(
     monkeypatch.setattr(invoice_reader, "LEARNED_SUMS", True)  # off as shipped
     data = text_invoice_data(UNLABELLED)
     assert (data["subtotal"], data["tax"], data["total"]) == ("1180.00", "236.00", "1416.00")
+
+
+def test_sums_the_chooser_makes_add_up_leave_the_rest_doubted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With its currency the document's only failing check is the total the rules missed:
+    # once the chooser reads it, nothing fails, yet nothing the rules read got surer.
+    text = UNLABELLED.replace("1,416.00", "EUR 1,416.00")
+    monkeypatch.setattr(invoice_reader, "LEARNED_SUMS", True)
+    result = extract_offline(text_layer(text), "invoice")
+    assert isinstance(result.data, dict) and result.data["total"] == "1416.00"
+    assert not result.checks
+    assert max(result.fields.values()) <= invoice_reader.DOUBT
 
 
 def test_the_rules_sure_sums_are_fixed_in_the_decoding() -> None:
