@@ -28,14 +28,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from realdocs import DEFAULT_CORPUS, expected, right  # noqa: E402
+from opened_sets import corpora, folds, truthed  # noqa: E402
+from realdocs import DEFAULT_CORPUS, right  # noqa: E402
 
 from conveyor.agents import invoice_number_model as model_  # noqa: E402
 from conveyor.agents.invoice_number_features import FEATURES, Candidate, candidates  # noqa: E402
 from conveyor.agents.offline import rules_invoice  # noqa: E402
 from conveyor.documents.text import extract_text  # noqa: E402
 
-SETS = ("tuning", "round4", "round5", "round6", "round7", "round8", "fresh")
 SURE = 0.9  # the brief's wiring: the rules' number at or above it is kept
 
 
@@ -51,15 +51,9 @@ class Doc:
 
 
 def read(corpus: Path) -> list[Doc]:
-    pdfs = sorted((corpus / "text-only").glob("*/*.pdf"))
-    if not pdfs:
-        raise SystemExit(f"no text-only documents in {corpus}")
     docs = []
-    for pdf in pdfs:
-        truth_file = pdf.with_suffix(".json")
-        if not truth_file.exists():
-            continue
-        want = expected(json.loads(truth_file.read_text())[0])["number"]
+    for pdf, truth in truthed(corpus):
+        want = truth["number"]
         text = extract_text(pdf, name=pdf.name)
         invoice, fields, _ = rules_invoice(text)
         got = invoice.number
@@ -92,9 +86,9 @@ def train(docs: list[Doc], c: float) -> model_.Model:
 
 def loso(docs: list[Doc], c: float) -> list[dict[str, Any]]:
     rows = []
-    for source in sorted({d.source for d in docs}):
-        model = train([d for d in docs if d.source != source], c)
-        for doc in (d for d in docs if d.source == source):
+    for _, others, own in folds(docs):
+        model = train(others, c)
+        for doc in own:
             picked = model_.best(doc.candidates, model)
             value, conf = picked if picked else (None, 0.0)
             conf = min(conf, model_.TRUST)
@@ -145,9 +139,7 @@ def main() -> int:
     parser.add_argument("--c", type=float, nargs="+", default=[1.0], help="C values to try")
     parser.add_argument("--realdocs", type=Path, default=DEFAULT_CORPUS)
     args = parser.parse_args()
-    if not (args.realdocs / "text-only").is_dir():
-        parser.error(f"no text-only copies in {args.realdocs}: give --realdocs")
-    opened = [args.realdocs, *(HERE / s for s in SETS)]
+    opened = corpora(parser, args.realdocs)
     docs = [doc for corpus in opened for doc in read(corpus)]
     sources = len({d.source for d in docs})
     cands = sum(len(d.candidates) for d in docs)

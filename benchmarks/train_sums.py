@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from realdocs import DEFAULT_CORPUS, expected, flatten, right  # noqa: E402
+from opened_sets import corpora, folds, truthed  # noqa: E402
+from realdocs import DEFAULT_CORPUS, flatten, right  # noqa: E402
 
 from conveyor.agents import invoice_reader  # noqa: E402
 from conveyor.agents import invoice_sum_model as model_  # noqa: E402
@@ -45,7 +46,6 @@ from conveyor.agents.invoice_sum_features import (  # noqa: E402
 from conveyor.agents.offline import extract_offline  # noqa: E402
 from conveyor.documents.text import extract_text  # noqa: E402
 
-SETS = ("tuning", "round4", "round5", "round6", "round7", "round8", "fresh")
 FIELD = {"net": "subtotal", "tax": "tax", "gross": "total"}
 
 
@@ -62,11 +62,7 @@ class Doc:
 
 def read(corpus: Path) -> list[Doc]:
     docs = []
-    for pdf in sorted((corpus / "text-only").glob("*/*.pdf")):
-        truth_file = pdf.with_suffix(".json")
-        if not truth_file.exists():
-            continue
-        want = expected(json.loads(truth_file.read_text())[0])
+    for pdf, want in truthed(corpus):
         text = extract_text(pdf, name=pdf.name)
         got = flatten(extract_offline(text, "invoice").data)
         sheet, items, end = styled_sheet(text)
@@ -136,9 +132,9 @@ def loso(docs: list[Doc], k: Knobs) -> list[dict[str, Any]]:
     """Each field of each document read by the models trained without its source; and
     "wired", the two together: the rules', unless they do not add up and the model's do."""
     rows = []
-    for source in sorted({d.source for d in docs}):
-        model = train([d for d in docs if d.source != source], k)
-        for doc in (d for d in docs if d.source == source):
+    for _, others, own in folds(docs):
+        model = train(others, k)
+        for doc in own:
             choice = model_.implied(model_.decode(doc.candidates, model, doc.rates))
             rules = [_money(doc.rules[f]) for f in ("subtotal", "tax", "total")]
             switch = choice.agree and model_.adds_up(*rules) is not True
@@ -226,10 +222,10 @@ def pipeline_loso(docs: list[Doc], roots: dict[str, Path], k: Knobs) -> list[str
     settings = (invoice_reader.RULES_SURE, invoice_reader.KEEP_AGREED)
     invoice_reader.LEARNED_SUMS = True
     try:
-        for source in sorted({d.source for d in docs}):
-            fold = train([d for d in docs if d.source != source], k)
+        for _, others, own in folds(docs):
+            fold = train(others, k)
             model_.load = lambda path=model_.MODEL_FILE, fold=fold: fold  # type: ignore[misc]
-            for doc in (d for d in docs if d.source == source):
+            for doc in own:
                 pdf = roots[doc.corpus] / doc.path
                 text = extract_text(pdf, name=pdf.name)
                 for variant, (threshold, keep) in VARIANTS.items():
@@ -275,9 +271,7 @@ def main() -> int:
         help="../shared/realdocs from the main checkout; give it from a worktree",
     )
     args = parser.parse_args()
-    if not (args.realdocs / "text-only").is_dir():
-        parser.error(f"no text-only copies in {args.realdocs}: give --realdocs")
-    opened = [args.realdocs, *(HERE / s for s in SETS)]
+    opened = corpora(parser, args.realdocs)
     docs = [doc for corpus in opened for doc in read(corpus)]
     if args.pipeline_loso:
         roots = {corpus.name: corpus for corpus in opened}
