@@ -8,13 +8,12 @@ The models are trained by benchmarks/train_sums.py (scikit-learn, training only)
 exported to invoice_sum_model.json beside this file: here they are a dot product each, in
 plain Python, so the base install needs nothing more.
 
-NOT WIRED INTO THE READER (invoice_reader.LEARNED_SUMS is off): measured in
-docs/benchmarks.md's sums experiment (#11). Outright in place of invoice_sums.choose it read
-more held-out sums but fewer opened ones. Asked only for the sums the rules are unsure of
-(< 0.9), the sure ones `fixed` in the decoding, it read more sums on both (whole-reader
-leave-one-source-out 334/351 against the rules' 322; held out 87/111 against 73/111), but
-a held-out set had one more wrong field at >= 0.9 (not a sum), which the bar set beforehand
-did not allow.
+NOT WIRED INTO THE READER (invoice_reader.LEARNED_SUMS is off; why: docs/benchmarks.md,
+"Learned choosers for the sums and the number", #11). Asked only for the sums the rules are
+unsure of (< 0.9), the sure ones `fixed` in the decoding, it reads more sums by whole-reader
+leave-one-source-out (334/351 against the rules' 322) and on the held-out sets (87/111
+against 73/111); but most of what it gains on the opened sets is one convention their truths
+disagree on (an invoice without tax has no net), which the rules settle the other way.
 """
 
 from __future__ import annotations
