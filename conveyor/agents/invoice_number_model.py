@@ -5,10 +5,9 @@ invoice_number_features, each candidate scored by it, the best one read.
 
 The model is trained by benchmarks/train_number.py (scikit-learn, training only) and
 exported to invoice_number_model.json beside this file; here it is a dot product in plain
-Python. (invoice_sum_model's Model is made for its three roles and its decoding, so this
-one has its own small loader.) A candidate's confidence is its share of the softmax over
-the document's candidates (at most its own probability), never over TRUST: the model was
-trained on a hundred-odd invoices.
+Python (conveyor.agents.logistic, as the sums chooser's). A candidate's confidence is its
+share of the softmax over the document's candidates (at most its own probability), never
+over TRUST: the model was trained on a hundred-odd invoices.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from conveyor.agents.invoice_number_features import FEATURES, Candidate, candida
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.invoice_sum_features import table_region
 from conveyor.agents.invoice_table import read_items
+from conveyor.agents.logistic import aligned, score
 from conveyor.documents.text import DocumentText
 
 MODEL_FILE = Path(__file__).with_name("invoice_number_model.json")
@@ -48,12 +48,11 @@ def load(path: Path = MODEL_FILE) -> Model:
 
 
 def from_json(data: dict[str, Any]) -> Model:
-    by_name = dict(zip(data["features"], data["coef"], strict=True))
-    return Model([float(by_name.get(name, 0.0)) for name in FEATURES])
+    return Model(aligned(data["features"], data["coef"], FEATURES))
 
 
 def logit(model: Model, candidate: Candidate) -> float:
-    return sum(w * x for w, x in zip(model.weights, candidate.vector(), strict=True))
+    return score(model.weights, candidate.vector())
 
 
 def best(found: list[Candidate], model: Model) -> tuple[str, float] | None:

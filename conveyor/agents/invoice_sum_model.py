@@ -36,6 +36,7 @@ from conveyor.agents.invoice_sum_features import (
     printed_rates,
     table_region,
 )
+from conveyor.agents.logistic import aligned, score
 
 MODEL_FILE = Path(__file__).with_name("invoice_sum_model.json")
 ROLES = ("net", "tax", "gross")
@@ -60,8 +61,7 @@ def from_json(data: dict[str, Any]) -> Model:
     names = data["features"]
     weights = {}
     for role in ROLES:
-        by_name = dict(zip(names, data["roles"][role]["coef"], strict=True))
-        weights[role] = [float(by_name.get(name, 0.0)) for name in FEATURES]
+        weights[role] = aligned(names, data["roles"][role]["coef"], FEATURES)
     intercepts = {role: float(data["roles"][role]["intercept"]) for role in ROLES}
     unread = {role: float(data["unread"][role]) for role in ROLES}
     return Model(weights, intercepts, float(data["agree"]), float(data["disagree"]), unread)
@@ -71,7 +71,7 @@ def logit(model: Model, role: str, candidate: Candidate) -> float:
     """The model's log-odds that `candidate` is the document's `role`."""
     vector = candidate.vector()
     weights = model.weights[role]
-    return model.intercepts[role] + sum(w * x for w, x in zip(weights, vector, strict=True))
+    return model.intercepts[role] + score(weights, vector)
 
 
 @dataclass
