@@ -24,7 +24,7 @@ Each document is read as the `invoice` agent reads it, once per mode (offline: r
 llm: the model reads it all; hybrid: conveyor.agents.hybrid), scored field by field with
 benchmarks/realdocs.py's scorer. Reported per mode: accuracy per field, tokens in and out,
 seconds, requests, format refusals and failed documents per document; for llm, the
-admission estimate (conveyor.agents.llm.estimate_tokens) against the tokens used, before
+admission estimate (conveyor.agents.llm_budget.estimate_tokens) against the tokens used, before
 and after the per-agent correction (conveyor.llm.estimates) learnt from earlier documents,
 by the estimator of the payload's `chars` and `pages` alone and by today's, which also
 reads its `item_rows` (counted from the documents for run files that predate them).
@@ -58,7 +58,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from conveyor.agents.llm import DEFAULT_CHUNK_TOKENS, extract_llm  # noqa: E402
+from conveyor.agents.llm import extract_llm  # noqa: E402
+from conveyor.agents.llm_budget import DEFAULT_CHUNK_TOKENS  # noqa: E402
 from conveyor.documents.text import DocumentText  # noqa: E402
 from conveyor.llm.client import LLMClient  # noqa: E402
 from conveyor.llm.pricing import Pricer  # noqa: E402
@@ -164,7 +165,7 @@ async def read_real(args: argparse.Namespace) -> list[Run]:
     import realdocs  # benchmarks/realdocs.py: its corpus walk and its scorer
 
     from conveyor.agents.hybrid import extract_hybrid
-    from conveyor.agents.llm import estimate_tokens
+    from conveyor.agents.llm_budget import estimate_tokens
     from conveyor.agents.offline import extract_offline
     from conveyor.documents.amounts import item_rows
     from conveyor.documents.text import extract_text
@@ -347,7 +348,7 @@ def estimate_report(
     correction learns from task_attempts) by the median ratio (the correction before
     2026-12-02) and by the Theil-Sen line (now). `learnt`: runs the corrections learn
     from first, not reported (earlier runs of the same agent and server)."""
-    from conveyor.agents.llm import estimate_tokens
+    from conveyor.agents.llm_budget import estimate_tokens
     from conveyor.llm.estimates import MIN_SAMPLES, Correction
 
     def payload(r: Run, rows: bool) -> dict[str, Any]:
@@ -411,7 +412,9 @@ def estimate_report(
 def prompt_sizes(args: argparse.Namespace) -> list[str]:
     """The prompt characters llm and hybrid would send (no model asked)."""
     from conveyor.agents.hybrid import excerpt_of, hints_for, plan_for, schema_for_fields
-    from conveyor.agents.llm import _messages, chunk_text_pages, overhead_tokens
+    from conveyor.agents.llm import _messages
+    from conveyor.agents.llm_budget import overhead_tokens
+    from conveyor.agents.llm_pages import chunk_text_pages
     from conveyor.agents.offline import extract_offline
     from conveyor.documents.text import extract_text
     from conveyor.documents.types import json_schema
@@ -509,7 +512,9 @@ def prompt_tokens(args: argparse.Namespace) -> list[str]:
     enforces it), so none is added here."""
     import httpx
 
-    from conveyor.agents.llm import _messages, chunk_text_pages, overhead_tokens, text_tokens
+    from conveyor.agents.llm import _messages
+    from conveyor.agents.llm_budget import overhead_tokens, text_tokens
+    from conveyor.agents.llm_pages import chunk_text_pages
     from conveyor.documents.text import extract_text
 
     root = args.base_url.rstrip("/").removesuffix("/v1")

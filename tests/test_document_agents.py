@@ -10,7 +10,7 @@ import pytest
 
 from conveyor import App, TaskStatus
 from conveyor.agents.documents import declare_document_agents
-from conveyor.agents.llm import estimate_tokens
+from conveyor.agents.llm_budget import estimate_tokens
 from conveyor.documents import ocr
 from conveyor.documents.storage import DocumentStore
 from conveyor.documents.submit import submit_files
@@ -186,7 +186,7 @@ async def test_a_picture_is_read_by_a_vision_model_and_refused_without_one(
     import base64
     import json
 
-    from conveyor.agents.llm import render_pages
+    from conveyor.agents.llm_pages import render_pages
     from conveyor.testing.answers import TruthResponder
     from conveyor.testing.protocol import ChatCompletionRequest, ImagePart
     from conveyor.testing.simulator import Simulator

@@ -24,7 +24,9 @@ from conveyor.agents.fanout import (
     part_of,
     read_range,
 )
-from conveyor.agents.llm import SALVAGED, chunk_text_pages, overhead_tokens
+from conveyor.agents.llm_budget import overhead_tokens
+from conveyor.agents.llm_merge import SALVAGED
+from conveyor.agents.llm_pages import chunk_text_pages
 from conveyor.documents.submit import submit_files
 from conveyor.documents.text import DocumentText, PageText, extract_text
 from conveyor.documents.types import Extraction

@@ -19,16 +19,16 @@ from conveyor.agents.documents import (
 )
 from conveyor.agents.grounding import Evidence
 from conveyor.agents.hybrid import extract_hybrid, merged, plan_for
-from conveyor.agents.llm import (
+from conveyor.agents.llm import extract_llm
+from conveyor.agents.llm_budget import (
     ANSWER_TOKENS,
     answer_limit,
-    chunk_text_pages,
     estimate_tokens,
-    extract_llm,
-    merge,
     overhead_tokens,
     text_tokens,
 )
+from conveyor.agents.llm_merge import merge
+from conveyor.agents.llm_pages import chunk_text_pages
 from conveyor.agents.regions import excerpt_of, regions
 from conveyor.documents.amounts import item_rows
 from conveyor.documents.submit import submit_files
@@ -212,7 +212,7 @@ def test_invoice_parts_merge_header_first_and_lines_concatenated() -> None:
 
 def test_a_disagreement_is_settled_by_the_value_the_text_shows() -> None:
     from conveyor.agents.grounding import Evidence
-    from conveyor.agents.llm import _settle
+    from conveyor.agents.llm_merge import _settle
 
     parts = [{"number": "A-7", "total": "99.00"}, {"number": "A-7", "total": "120.50"}]
     merged = merge("invoice", parts)

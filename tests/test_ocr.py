@@ -84,7 +84,7 @@ async def test_scans_and_pictures_are_read_by_the_agents_offline(
 ) -> None:
     """A scanned PDF and a PNG of an invoice, through a worker, with no model configured:
     both come out with the invoice's number and total, saying OCR read them."""
-    from conveyor.agents.llm import render_pages
+    from conveyor.agents.llm_pages import render_pages
 
     invoice = make_invoice(7)
     truth = invoice.truth.model_dump(mode="json")

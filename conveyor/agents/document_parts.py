@@ -33,7 +33,8 @@ from conveyor.agents.fanout import (
     read_range,
 )
 from conveyor.agents.hybrid import TRUST, hints_for, merged, plan_for, schema_for_fields
-from conveyor.agents.llm import ANSWER_TOKENS, estimate_tokens, extract_llm
+from conveyor.agents.llm import extract_llm
+from conveyor.agents.llm_budget import ANSWER_TOKENS, estimate_tokens
 from conveyor.documents.amounts import item_rows
 from conveyor.documents.errors import UnreadableDocument
 from conveyor.documents.text import DocumentText

@@ -41,13 +41,8 @@ from conveyor.agents import document_parts as parts
 from conveyor.agents.einvoice import from_pdf as einvoice_from_pdf
 from conveyor.agents.einvoice import from_xml as einvoice_from_xml
 from conveyor.agents.hybrid import extract_hybrid
-from conveyor.agents.llm import (
-    ANSWER_TOKENS,
-    PARALLEL_REQUESTS,
-    classify_image,
-    estimate_tokens,
-    extract_llm,
-)
+from conveyor.agents.llm import PARALLEL_REQUESTS, classify_image, extract_llm
+from conveyor.agents.llm_budget import ANSWER_TOKENS, estimate_tokens
 from conveyor.app import App
 from conveyor.documents import ocr
 from conveyor.documents.errors import UnreadableDocument

@@ -5,13 +5,13 @@ from their answers.
     part = read_range(path, ranges[2], name=name)                    # a child's pages only
     extraction = assemble("contract", document, parts, model="gpt-4o-mini")
 
-The split follows the LLM extractor's chunking (`conveyor.agents.llm.chunk_text_pages`):
+The split follows the LLM extractor's chunking (`conveyor.agents.llm_pages.chunk_text_pages`):
 the pages a chunk of `chunk_tokens` holds are one range, so a child sends the requests the
 sequential path would have sent for those pages, no more (a page too long for one chunk is
 cut there as it is here, and stays in one range: a range never splits a page). Scanned
 pages belong to the range before them (or the first one): a child renders its own.
 
-The merge is the chunk merge (`conveyor.agents.llm.merge`: invoice headers from the first
+The merge is the chunk merge (`conveyor.agents.llm_merge.merge`: invoice headers from the first
 part that has them, line items concatenated, contract fields first non-null, parties once)
 over the parts in page order, with the evidence of the whole document's text, which no
 child has: a disagreement between two parts is settled by the one value the document
@@ -29,13 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from conveyor.agents.grounding import Evidence
-from conveyor.agents.llm import (
-    SALVAGED,
-    chunk_text_pages,
-    extraction_of_parts,
-    merge,
-    overhead_tokens,
-)
+from conveyor.agents.llm_budget import overhead_tokens
+from conveyor.agents.llm_merge import SALVAGED, extraction_of_parts, merge
+from conveyor.agents.llm_pages import chunk_text_pages
 from conveyor.documents.text import DocumentText, PageText
 from conveyor.documents.types import Extraction
 

@@ -30,7 +30,7 @@
    keep the rules' value: nothing but the arithmetic can say which of two printed values is right.
 
 Confidence: the rules' score for a field the rules gave; the LLM extractor's for a field
-the model gave (found, not printed, implicated by a check: `conveyor.agents.llm`).
+the model gave (found, not printed, implicated by a check: `conveyor.agents.llm_merge`).
 """
 
 from __future__ import annotations
@@ -42,13 +42,9 @@ import json
 from typing import Any
 
 from conveyor.agents.grounding import Evidence, grounded
-from conveyor.agents.llm import (
-    DEFAULT_CHUNK_TOKENS,
-    KEY_FIELDS,
-    _implicated,
-    extract_llm,
-    field_confidences,
-)
+from conveyor.agents.llm import extract_llm
+from conveyor.agents.llm_budget import DEFAULT_CHUNK_TOKENS
+from conveyor.agents.llm_merge import KEY_FIELDS, cap_implicated, field_confidences
 from conveyor.agents.offline import extract_offline
 from conveyor.agents.regions import LABELS, Region, excerpt_of, regions
 from conveyor.documents.text import DocumentText
@@ -189,7 +185,7 @@ def _fields_to_ask(doc_type: str, offline: Extraction) -> Plan:
     # The model's answer is only used to fill what the rules left empty, and on the
     # arithmetic's word for the amounts (`merged`): only those are worth asking for.
     arithmetic = ARITHMETIC.get(doc_type, ())
-    implicated = {w for w, s in _implicated(offline.fields, offline.checks).items() if s < TRUST}
+    implicated = {w for w, s in cap_implicated(offline.fields, offline.checks).items() if s < TRUST}
     ask = []
     for top, value in offline.data.items():
         under = [w for w in offline.fields if w == top or w.startswith(f"{top}.")]
@@ -315,7 +311,7 @@ def merged(
             fields[where] = min(score, answer.fields.get(where, score))
     checks = cross_checks(doc_type, value)
     if checks:
-        fields = _implicated(fields, checks)
+        fields = cap_implicated(fields, checks)
     asked = "the whole document" if plan.whole else ", ".join(plan.ask)
     used = sorted(source)
     notes.append(

@@ -1,6 +1,6 @@
 """What a document's text prints, counted before any rule has read it: the amounts on a
 line, and the lines that look like an item row. For the token estimate of a document
-(`conveyor.agents.llm.estimate_tokens`), made where a task is enqueued, and for the
+(`conveyor.agents.llm_budget.estimate_tokens`), made where a task is enqueued, and for the
 regions hybrid sends (`conveyor.agents.regions`)."""
 
 from __future__ import annotations

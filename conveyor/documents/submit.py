@@ -65,7 +65,7 @@ class Submitted:
 
 def text_counts(file: StoredFile) -> dict[str, int]:
     """`chars` and `item_rows` of a PDF's text, for its task's token estimate
-    (conveyor.agents.llm.estimate_tokens: the answer restates the item rows). None for a
+    (conveyor.agents.llm_budget.estimate_tokens: the answer restates the item rows). None for a
     picture, for a PDF with a scanned page (OCR or a vision model reads those, which the
     page count estimates) or with no text at all, and for one of more than COUNT_PAGES
     pages. A few ms of CPU a document (benchmarks/item_rows.py)."""

@@ -2,7 +2,7 @@
 
 Admission reserves a task's estimate before any model call (`conveyor.limits`): an
 estimate that is too low lets a budget be overspent, one too high leaves it idle. The
-estimate of a document (`conveyor.agents.llm.estimate_tokens`: its text at four characters
+estimate of a document (`conveyor.agents.llm_budget.estimate_tokens`: its text at four characters
 a token, each request's instructions, and an answer of its header and one item per item
 row; without the rows counted, the schema and a flat answer budget instead) is a rule of
 thumb; a given server differs from it in two ways that one factor cannot both fix: in
