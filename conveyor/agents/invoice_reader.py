@@ -9,6 +9,13 @@ and invoice_currency (with invoice_fields, what they share), invoice_parties,
 invoice_table (with invoice_table_header and invoice_table_row), invoice_sums.
 The number style is tried in each candidate (values.number_styles) and the reading whose
 cross-checks fail least wins.
+
+Net and tax are returned as the document states them (docs/document-agents.md): the net
+(the total without tax, EN 16931 BT-109) when a net or subtotal of the whole invoice is
+printed, when a tax is printed as zero, or when an exemption is stated in words
+(invoice_sum_labels.NO_VAT; then the net is the total and the tax 0), or when a printed
+total and tax imply it. A document that prints a total and no tax at all gets net and tax
+None: the total may hold a tax it does not itemise (a receipt), so it is no net.
 """
 
 from __future__ import annotations
