@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from pytest import MonkeyPatch
+
+from conveyor.agents import invoice_reader
 from conveyor.agents.invoice_labels import fold
 from conveyor.agents.invoice_sum_labels import NO_VAT
 from tests.snippets import Draw, extraction
@@ -109,3 +112,12 @@ def test_an_exemption_in_words_makes_the_tax_zero_and_the_net_the_total() -> Non
         assert NO_VAT.search(fold(sentence)), sentence
         assert sums([*HEAD, *total, (40, 270, sentence)]) == (900, 0, 900), sentence
     assert sums([*HEAD, *total]) == (None, None, 900)
+
+
+def test_the_learned_chooser_s_sums_follow_the_convention_too(monkeypatch: MonkeyPatch) -> None:
+    # It reads no words: an exemption stated in them is settled after it (as_stated).
+    monkeypatch.setattr(invoice_reader, "LEARNED_SUMS", True)
+    total: Draw = [(380, 230, "Gesamtbetrag"), (470, 230, "900,00 €")]
+    exempt = (40, 270, "Gemäß § 19 UStG wird keine Umsatzsteuer berechnet.")
+    assert sums([*GERMAN, *total, exempt]) == (900, 0, 900)
+    assert sums([*GERMAN, *total]) == (None, None, 900)

@@ -451,15 +451,30 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         conf["total"] = min(conf["subtotal"], WEAK)
         conf["subtotal"] = min(conf["subtotal"], FAIR)
     if exempt and result.gross is not None:
-        # No VAT is charged, the page says in words ("TVA non applicable, art. 293 B du
-        # CGI"): the tax is 0 and the net is the total. A total with no tax printed at all,
-        # not even so, may hold one it does not itemise (a receipt): no net is read then.
-        result.tax = Decimal(0)
-        conf["tax"] = max(conf.get("tax", 0.0), min(conf["total"], FAIR))  # a net = total kept
-        if result.net is None:
-            result.net = result.gross
-            conf["subtotal"] = min(conf["total"], FAIR)
+        _exempt(result)
     return result
+
+
+def _exempt(sums: Sums) -> None:
+    """No VAT is charged, the page says in words ("TVA non applicable, art. 293 B du CGI"):
+    the tax is 0 and the net is the total. (A total with no tax printed at all, not even
+    so, may hold one it does not itemise, a receipt's: no net is read then.)"""
+    conf = sums.conf
+    sums.tax = Decimal(0)
+    conf["tax"] = max(conf.get("tax", 0.0), min(conf["total"], FAIR))  # a net = total kept
+    if sums.net is None:
+        sums.net = sums.gross
+        conf["subtotal"] = min(conf["total"], FAIR)
+
+
+def as_stated(sheet: Sheet, sums: Sums) -> None:
+    """Sums another chooser read (invoice_sum_model) made to follow the convention that
+    choose() follows: with no tax read and none printed, an exemption stated in words
+    is a tax of 0 and makes the net the total."""
+    if sums.tax is not None or sums.gross is None or not NO_VAT.search(sheet.folded):
+        return
+    if not _a_tax_printed(_best(candidates(sheet), "tax")):
+        _exempt(sums)
 
 
 def _a_tax_printed(taxes: list[Amount]) -> bool:
