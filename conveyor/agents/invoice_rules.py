@@ -25,6 +25,7 @@ from conveyor.agents.date_order import slash_date_order
 from conveyor.agents.invoice_labels import fold
 from conveyor.agents.invoice_marks import not_a_name
 from conveyor.agents.invoice_party_labels import party_heading
+from conveyor.agents.invoice_sum_labels import NO_VAT
 from conveyor.agents.values import (
     NumberStyle,
     amounts_in,
@@ -164,6 +165,7 @@ def _read(lines: list[str], style: NumberStyle) -> tuple[Invoice, dict[str, floa
     customer = _customer(lines, found)
     table_end, items = _items(lines, style, found)
     _sums(lines[table_end:] if table_end else lines, style, found)
+    _as_stated(lines, found)
     invoice = Invoice(
         number=found.values.get("number"),  # type: ignore[arg-type]
         issue_date=found.values.get("issue_date"),  # type: ignore[arg-type]
@@ -536,6 +538,20 @@ def _sums(lines: list[str], style: NumberStyle, found: _Found) -> None:
                 found.put("total", amounts[-1][0], ARITHMETIC if sure else FAIR)
                 return
     found.put("total", None, 0.0)
+
+
+def _as_stated(lines: list[str], found: _Found) -> None:
+    """Net and tax as the page states them (invoice_reader's docstring): an exemption in
+    words is a tax of 0, and a total with its tax and no net printed makes the net. A
+    total and no tax at all leave both unread."""
+    total, tax = found.values.get("total"), found.values.get("tax")
+    if not isinstance(total, Decimal) or found.values.get("subtotal") is not None:
+        return
+    if tax is None and NO_VAT.search(fold(" ".join(lines))):
+        tax = Decimal(0)
+        found.put("tax", tax, min(found.conf["total"], FAIR))
+    if isinstance(tax, Decimal):
+        found.put("subtotal", total - tax, min(found.conf["total"], found.conf["tax"], FAIR))
 
 
 def _agree(invoice: Invoice, found: _Found) -> None:

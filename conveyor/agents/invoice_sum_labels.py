@@ -387,6 +387,8 @@ NO_VAT = re.compile(
     r"tva\s+non\s+applicable|293\s*b\s+du\s+cgi|exoner\w*\s+de\s+tva|"
     r"vrijgesteld\s+van\s+btw|btw\s+vrijgesteld|kleineondernemersregeling|"
     r"exent[oa]\s+de\s+iva|iva\s+no\s+aplicable|esente\s+iva|regime\s+forfettario|"
+    # A Spanish-speaking country's exempt invoice by its name: "factura (no afecta o) exenta".
+    r"factura\s+(?:no\s+afecta\s+o\s+)?exenta|"
     r"isent[oa]\s+de\s+iva|iva\s+isento|zwolnion\w*\s+z\s+(?:podatku\s+)?vat|"
     r"fritatt\s+(?:for\s+)?mva|ikke\s+mva\s*-?\s*pliktig|momsfri|fritaget\s+for\s+moms|"
     r"undantag\w*\s+fran\s+(?:skatteplikt|moms)|"

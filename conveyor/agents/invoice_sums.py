@@ -429,12 +429,8 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
         # at a guess (it may stand under a label not known, or not be printed).
         result.gross = result.net + result.tax
         conf["total"] = min(conf["subtotal"], conf["tax"], WEAK)
-    if (
-        result.gross is None
-        and result.net is not None
-        and result.tax is None
-        and NO_VAT.search(sheet.folded)
-    ):
+    exempt = result.tax is None and not _a_tax_printed(taxes) and NO_VAT.search(sheet.folded)
+    if exempt and result.gross is None and result.net is not None:
         result.gross = result.net  # no VAT is charged, the page says: the net is the total
         conf["total"] = min(conf["subtotal"], FAIR)
     if (
@@ -449,20 +445,41 @@ def choose(sheet: Sheet, lines_total: Decimal | None) -> Sums:
     ):
         # One sum, a total's label without tax, that the items make, and no tax line at
         # all: all there is to pay ("Total excl. tax: 120"), the total, less sure than
-        # under a total's own label. The items still make the net (the next rule). A
-        # "Netto" alone names no total: it stays a net.
-        result.gross, result.net = result.net, None
-        conf["total"], conf["subtotal"] = min(conf["subtotal"], WEAK), 0.0
-    if (
-        result.net is None
-        and result.gross is not None
-        and result.tax is None
-        and lines_total is not None
-        and any(lines_total + more - less == result.gross for more, less in between)
-    ):
-        result.net = result.gross  # no tax: the items (and charges) are the total
-        conf["subtotal"] = FAIR
+        # under a total's own label; and still the net its label states. A "Netto" alone
+        # names no total: it stays a net.
+        result.gross = result.net
+        conf["total"] = min(conf["subtotal"], WEAK)
+        conf["subtotal"] = min(conf["subtotal"], FAIR)
+    if exempt and result.gross is not None:
+        _exempt(result)
     return result
+
+
+def _exempt(sums: Sums) -> None:
+    """No VAT is charged, the page says in words ("TVA non applicable, art. 293 B du CGI"):
+    the tax is 0 and the net is the total. (A total with no tax printed at all, not even
+    so, may hold one it does not itemise, a receipt's: no net is read then.)"""
+    conf = sums.conf
+    sums.tax = Decimal(0)
+    conf["tax"] = max(conf.get("tax", 0.0), min(conf["total"], FAIR))  # a net = total kept
+    if sums.net is None:
+        sums.net = sums.gross
+        conf["subtotal"] = min(conf["total"], FAIR)
+
+
+def as_stated(sheet: Sheet, sums: Sums) -> None:
+    """Sums another chooser read (invoice_sum_model) made to follow the convention that
+    choose() follows: with no tax read and none printed, an exemption stated in words
+    is a tax of 0 and makes the net the total."""
+    if sums.tax is not None or sums.gross is None or not NO_VAT.search(sheet.folded):
+        return
+    if not _a_tax_printed(_best(candidates(sheet), "tax")):
+        _exempt(sums)
+
+
+def _a_tax_printed(taxes: list[Amount]) -> bool:
+    """Whether a tax's label prints an amount other than zero."""
+    return any(a.value != 0 and a.weight >= PRIOR["tax"] * 0.8 for a in taxes)
 
 
 _RATE = re.compile(r"(?<![\d.,])(\d{1,2}(?:[.,]\d{1,2})?)\s?%")

@@ -3,7 +3,8 @@ place (date order, number format, tax name), drawn in varied layouts, and their 
 
 About one invoice in four is a hard case on purpose: an unusual label for the number or
 the total, the number only in the title, a date that reads both ways, a "Balance due"
-after the total, an order date before the invoice date, no tax line, the customer's block
+after the total, an order date before the invoice date, no tax line (and then, for half of
+them, no subtotal either: the truth has no net), the customer's block
 beside the vendor's (so their lines merge), the quantity column first. Some of these
 defeat simple rules; an extractor that is right on all of them is suspicious.
 """
@@ -128,6 +129,10 @@ def invoice_spec(seed: int) -> InvoiceSpec:
         tax_rate = "0"
         tax = None
     total = subtotal + (tax or Decimal(0))
+    # An invoice without tax prints its net (a subtotal line) or only its total; with no tax
+    # printed at all, its truth has no net (the reader's convention: a total may hold a tax
+    # it does not itemise). Drawn apart so that every other choice stays as it was.
+    net_printed = tax is not None or random.Random(f"invoice-{seed}-net").random() < 0.5
 
     number_label = r.choice(NUMBER_LABELS)
     if "odd-label" in hard:
@@ -157,7 +162,7 @@ def invoice_spec(seed: int) -> InvoiceSpec:
         customer=Customer(name=customer.name, address=", ".join(customer.lines)),
         currency=place.currency,
         line_items=items,
-        subtotal=subtotal,
+        subtotal=subtotal if net_printed else None,
         tax=tax,
         total=total,
     )
@@ -369,7 +374,7 @@ def draw_invoice(spec: InvoiceSpec) -> bytes:
     if not sheet.room(90):
         sheet.new_page()
     lx = right - 230
-    sums = [(labels["subtotal"], money.number(inv.subtotal or Decimal(0)))]
+    sums = [(labels["subtotal"], money.number(inv.subtotal))] if inv.subtotal is not None else []
     if inv.tax is not None:
         rate = spec.tax_rate.replace(".", money.decimal)
         sums.append((f"{spec.tax_name} {rate}%", money.number(inv.tax)))
