@@ -132,6 +132,7 @@ def loso(docs: list[Doc], c: float) -> list[dict[str, Any]]:
                     "rules_conf": doc.rules_conf,
                     "wired_ok": ok if switch else rules_ok,
                     "switched": switch and bool(items),
+                    "rules": bool(doc.rules),
                     "reachable": sum(doc.labels) == len(doc.want or []) > 0,
                     "got": len(items),
                     "want": len(doc.want or []),
@@ -152,6 +153,13 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         n = len(group)
         cols = (sum(r[k] for r in group) for k in KEYS)
         out.append(f"| {name or 'all'} | {n} | " + " | ".join(f"{x}/{n}" for x in cols) + " |")
+    for bound in (0.75, 0.85):
+        unsure = [r for r in scored if r["rules"] and r["rules_conf"] <= bound]
+        out.append(
+            f"rules unsure (items read at <= {bound}): {len(unsure)} documents; there the rules "
+            f"read {sum(r['rules_ok'] for r in unsure)} right, the model "
+            f"{sum(r['model_ok'] for r in unsure)}"
+        )
     summed = [r for r in scored if r["conf"] > model_.WEAK]
     out.append(
         f"the model's items where their sum is printed (confidence > {model_.WEAK}): "

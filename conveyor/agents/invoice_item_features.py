@@ -23,7 +23,7 @@ from decimal import Decimal
 from conveyor.agents.invoice_columns import TABLE_END, column_kind
 from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.values import PERCENT, dates_in
+from conveyor.agents.values import PERCENT, currency_of, dates_in
 from conveyor.documents.layout import Cell, Line, Word
 
 FEATURES = (
@@ -64,7 +64,8 @@ FEATURES = (
 )
 
 _FIGURE = re.compile(r"^[-+]?[$€£¥₹]?\d[\d.,']*(?:%|[$€£¥₹])?$")
-_UNIT = re.compile(r"^[^\W\d_][^\W\d]{0,5}\.?$")
+_UNIT = re.compile(r"^[^\W\d_][^\s\d]{0,8}$")
+_UNIT_AFTER = re.compile(r"^\d[\d.,]*\s*[^\W\d_]")
 CENT = Decimal("0.01")
 # How far apart two amounts may end and still be one column, in points.
 ALIGN = 4.0
@@ -145,12 +146,15 @@ def _close(a: Decimal, b: Decimal) -> bool:
 
 
 def _counted(tokens: list[tuple[Cell, Decimal | None]], k: int) -> int:
-    """How much the token at `k` looks like a count: a unit after it ("10 Stk"), no
-    decimals printed ("10" beside "4,50")."""
-    unit = k + 1 < len(tokens) and tokens[k + 1][1] is None
-    unit = unit and bool(_UNIT.match(tokens[k + 1][0].text))
+    """How much the token at `k` looks like a count: a unit in its cell or after it ("10
+    Stk", "10 | Stk"), no decimals printed ("10" beside "4,50", "3,9000")."""
     text = tokens[k][0].text
-    return 2 * int(unit) + int(not re.search(r"[.,]\d\d\D*$", text))
+    after = _UNIT_AFTER.match(text)
+    unit = bool(after) and currency_of(f"1 {text[after.end() - 1 :]}") is None
+    if k + 1 < len(tokens) and tokens[k + 1][1] is None:
+        follows = tokens[k + 1][0].text
+        unit = unit or (bool(_UNIT.match(follows)) and currency_of(f"1 {follows}") is None)
+    return 2 * int(unit) + int(not re.search(r"[.,]\d+\D*$", text))
 
 
 def read_line(line: Line, sheet: Sheet) -> tuple[Reading, dict[str, float]] | None:
@@ -229,6 +233,24 @@ def read_line(line: Line, sheet: Sheet) -> tuple[Reading, dict[str, float]] | No
     return reading, features
 
 
+def _completed(
+    sheet: Sheet, index: int, features: dict[str, float]
+) -> tuple[Reading, dict[str, float]] | None:
+    """The line read with the amount alone on the line under it, when its numbers do not
+    multiply out and with that amount they do: a row whose amount is printed a line
+    lower ("1 Miettage 86,5500 2 Tag(e) 19 %" over "173,10")."""
+    if features.get("fits") or index + 1 >= len(sheet.lines):
+        return None
+    line, under = sheet.lines[index], sheet.lines[index + 1]
+    if under.page != line.page or under.y0 - line.y1 > 1.5 * line.height:
+        return None
+    if len(under.cells) != 1 or not isinstance(sheet.amount(under.cells[0].text), Decimal):
+        return None
+    both = Line(line.words + under.words, line.cells + under.cells)
+    read = read_line(both, sheet)
+    return read if read is not None and read[1].get("fits") else None
+
+
 def _header_kinds(line: Line) -> int:
     return len({k for c in line.cells if (k := column_kind(c.text))})
 
@@ -239,10 +261,16 @@ def _words_only(line: Line) -> bool:
 
 def candidates(sheet: Sheet) -> list[Candidate]:
     found: list[Candidate] = []
+    skip = -1
     for index, line in enumerate(sheet.lines):
+        if index == skip:
+            continue
         read = read_line(line, sheet)
         if read is None:
             continue
+        completed = _completed(sheet, index, read[1])
+        if completed is not None:
+            read, skip = completed, index + 1
         found.append(Candidate(index, read[0], {**read[1], "bias": 1.0}))
         height = sheet.page_height(line.page)
         found[-1].features["page_height"] = min(max(line.y0 / height, 0.0), 1.0)

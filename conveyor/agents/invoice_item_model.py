@@ -22,7 +22,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from conveyor.agents.invoice_item_features import FEATURES, Candidate, candidates
+from conveyor.agents.invoice_columns import TABLE_END
+from conveyor.agents.invoice_item_features import ALIGN, FEATURES, Candidate, candidates
+from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_reader import styled_sheet
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.logistic import aligned, score
@@ -94,10 +96,10 @@ def pick(sheet: Sheet, found: list[Candidate], model: Model) -> tuple[list[LineI
     if not blocks:
         return None
     block = max(blocks, key=lambda b: sum(scores[k] for k in b))
-    chosen = [(found[k], probability_of(scores[k])) for k in block]
+    chosen = [(found[k], probability_of(scores[k])) for k in _table(found, blocks, block)]
     items = [
         LineItem(
-            description=sheet.joined(c.reading.description) or None,
+            description=sheet.joined(_description(sheet, c, found)) or None,
             quantity=c.reading.quantity,
             unit_price=c.reading.unit_price,
             amount=c.reading.amount,
@@ -109,6 +111,47 @@ def pick(sheet: Sheet, found: list[Candidate], model: Model) -> tuple[list[LineI
     if not _printed_sum(sheet, total, {c.index for c, _ in chosen}):
         confidence = min(confidence, WEAK)
     return items, confidence
+
+
+def _table(found: list[Candidate], blocks: list[list[int]], block: list[int]) -> list[int]:
+    """The surest block and the blocks of the same table: their amounts in its amount
+    column, no sum's label between them and it (rows parted by lines of details with a
+    number, "Basismenge: 1 Stk", or by a page's end)."""
+    x1 = sorted(found[k].reading.amount_cell.x1 for k in block)[len(block) // 2]
+    sums = [
+        k for k, c in enumerate(found) if c.features.get("sum_label") or c.features.get("table_end")
+    ]
+    start = max((k for k in sums if k < block[0]), default=-1)
+    end = min((k for k in sums if k > block[-1]), default=len(found))
+    rows = []
+    for other in blocks:
+        same = all(abs(found[k].reading.amount_cell.x1 - x1) < ALIGN for k in other)
+        if other is block or (same and start < other[0] and other[-1] < end):
+            rows += other
+    return sorted(rows)
+
+
+# How many lines of words under a row may go on its description.
+MORE_LINES = 3
+
+
+def _description(sheet: Sheet, row: Candidate, found: list[Candidate]) -> list[str]:
+    """The row's words, and the lines of words alone under it, before the next line with
+    a number (a name and its details over several lines), none a sum's label."""
+    rows = {c.index for c in found}
+    parts = list(row.reading.description)
+    line = sheet.lines[row.index]
+    for j in range(row.index + 1, min(len(sheet.lines), row.index + 1 + MORE_LINES)):
+        other = sheet.lines[j]
+        if j in rows or other.page != line.page or other.y0 - line.y1 > 3 * line.height:
+            break
+        if any(ch.isdigit() for ch in other.text) or sum_label(other.cells[0].text):
+            break
+        if TABLE_END.match(fold(other.cells[0].text)):
+            break
+        parts.append(other.text)
+        line = other
+    return parts
 
 
 def _printed_sum(sheet: Sheet, total: Decimal, rows: set[int]) -> bool:
