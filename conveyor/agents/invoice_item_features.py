@@ -150,7 +150,7 @@ def _counted(tokens: list[tuple[Cell, Decimal | None]], k: int) -> int:
     Stk", "10 | Stk"), no decimals printed ("10" beside "4,50", "3,9000")."""
     text = tokens[k][0].text
     after = _UNIT_AFTER.match(text)
-    unit = bool(after) and currency_of(f"1 {text[after.end() - 1 :]}") is None
+    unit = after is not None and currency_of(f"1 {text[after.end() - 1 :]}") is None
     if k + 1 < len(tokens) and tokens[k + 1][1] is None:
         follows = tokens[k + 1][0].text
         unit = unit or (bool(_UNIT.match(follows)) and currency_of(f"1 {follows}") is None)
