@@ -23,7 +23,7 @@ from decimal import Decimal
 from conveyor.agents.invoice_columns import TABLE_END, column_kind
 from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.values import PERCENT, currency_of, dates_in
+from conveyor.agents.values import PERCENT, currency_of, dates_in, tex_euro
 from conveyor.documents.layout import Cell, Line, Word
 
 FEATURES = (
@@ -32,6 +32,7 @@ FEATURES = (
     "fits",  # two of its numbers multiply out to a third
     "fits_adjacent",  # ... the price just before the amount
     "fits_discount",  # ... after a percentage printed on the line taken off
+    "fits_taxed",  # ... with a percentage printed on the line added (its VAT), after another off
     "count_whole",  # the quantity of the fit is a whole number
     "amount_last",  # the amount is the line's last number
     "amount_largest",
@@ -141,6 +142,19 @@ def _counted_tail(words: tuple[Word, ...], sheet: Sheet) -> int:
     return 2 if words[-3].text[-1:].isalpha() or words[-3].text[-1:] in ",." else 0
 
 
+def _taxed(net: Decimal, amount: Decimal, rates: list[Decimal]) -> bool:
+    """Whether `amount` is `net` with one of the line's rates added as its VAT, after
+    another of them taken off as a discount or none ("14 | 458,845.25 | 7% | 14.5% |
+    6,840,419.10"): a row whose amount is gross, its price the unit's."""
+    for vat in rates:
+        gross = net * (1 + vat / 100)
+        if _close(gross, amount):
+            return True
+        if any(_close(gross * (1 - off / 100), amount) for off in rates if off is not vat):
+            return True
+    return False
+
+
 def _close(a: Decimal, b: Decimal) -> bool:
     return abs(a - b) <= max(CENT / 2, abs(b) * Decimal("0.0001"))
 
@@ -151,6 +165,7 @@ def _counted(tokens: list[tuple[Cell, Decimal | None]], k: int) -> int:
     text = tokens[k][0].text
     after = _UNIT_AFTER.match(text)
     unit = after is not None and currency_of(f"1 {text[after.end() - 1 :]}") is None
+    unit = unit and not tex_euro(text)  # "10,00 e": the euro sign of some TeX fonts
     if k + 1 < len(tokens) and tokens[k + 1][1] is None:
         follows = tokens[k + 1][0].text
         unit = unit or (bool(_UNIT.match(follows)) and currency_of(f"1 {follows}") is None)
@@ -173,7 +188,7 @@ def read_line(line: Line, sheet: Sheet) -> tuple[Reading, dict[str, float]] | No
             except ArithmeticError:
                 continue
     values = [v for _, v in numbers]
-    best: tuple[tuple[int, ...], int, int, int, bool] | None = None
+    best: tuple[tuple[int, ...], int, int, int, bool, bool] | None = None
     for a in range(len(values) - 1, 1, -1):
         for p in range(a - 1, -1, -1):
             for q in range(a):
@@ -184,23 +199,30 @@ def read_line(line: Line, sheet: Sheet) -> tuple[Reading, dict[str, float]] | No
                     continue
                 plain = _close(count * each, line_amount)
                 off = any(_close(count * each * (1 - d / 100), line_amount) for d in percents)
-                if not plain and not off:
+                taxed = not plain and not off and _taxed(count * each, line_amount, percents)
+                if not plain and not off and not taxed:
                     continue
                 counted = _counted(tokens, numbers[q][0]) - _counted(tokens, numbers[p][0])
-                rank = (int(a == len(values) - 1), int(plain), counted, int(q < p), -(a - p))
+                rank = (
+                    int(not taxed),
+                    int(a == len(values) - 1),
+                    int(plain),
+                    counted,
+                    int(q < p),
+                    -(a - p),
+                )
                 if best is None or rank > best[0]:
-                    best = (rank, q, p, a, plain)
-        if best is not None:
-            break
+                    best = (rank, q, p, a, plain, taxed)
     features: dict[str, float] = {}
     quantity: Decimal | None = None
     price: Decimal | None = None
     if best is not None:
-        _, q, p, a, plain = best
+        _, q, p, a, plain, taxed = best
         quantity, price = values[q], values[p]
         features["fits"] = 1.0
         features["fits_adjacent"] = float(p == a - 1)
-        features["fits_discount"] = float(not plain)
+        features["fits_discount"] = float(not plain and not taxed)
+        features["fits_taxed"] = float(taxed)
         features["count_whole"] = float(quantity == quantity.to_integral_value())
     else:
         a = len(values) - 1

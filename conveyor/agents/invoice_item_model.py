@@ -97,9 +97,10 @@ def pick(sheet: Sheet, found: list[Candidate], model: Model) -> tuple[list[LineI
         return None
     block = max(blocks, key=lambda b: sum(scores[k] for k in b))
     chosen = [(found[k], probability_of(scores[k])) for k in _table(found, blocks, block)]
+    rows = {c.index for c, _ in chosen}
     items = [
         LineItem(
-            description=sheet.joined(_description(sheet, c, found)) or None,
+            description=sheet.joined(_description(sheet, c, rows)) or None,
             quantity=c.reading.quantity,
             unit_price=c.reading.unit_price,
             amount=c.reading.amount,
@@ -135,17 +136,18 @@ def _table(found: list[Candidate], blocks: list[list[int]], block: list[int]) ->
 MORE_LINES = 3
 
 
-def _description(sheet: Sheet, row: Candidate, found: list[Candidate]) -> list[str]:
-    """The row's words, and the lines of words alone under it, before the next line with
-    a number (a name and its details over several lines), none a sum's label."""
-    rows = {c.index for c in found}
+def _description(sheet: Sheet, row: Candidate, chosen: set[int]) -> list[str]:
+    """The row's words, and the lines under it that are none of the table's rows and
+    print nothing in its amount column (a name and its details over several lines, "100
+    gramos", "(17.01.2016 - 16.02.2016)"), none a sum's label."""
     parts = list(row.reading.description)
     line = sheet.lines[row.index]
+    x1 = row.reading.amount_cell.x1
     for j in range(row.index + 1, min(len(sheet.lines), row.index + 1 + MORE_LINES)):
         other = sheet.lines[j]
-        if j in rows or other.page != line.page or other.y0 - line.y1 > 3 * line.height:
+        if j in chosen or other.page != line.page or other.y0 - line.y1 > 3 * line.height:
             break
-        if any(ch.isdigit() for ch in other.text) or sum_label(other.cells[0].text):
+        if other.x1 > x1 - ALIGN or sum_label(other.cells[0].text):
             break
         if TABLE_END.match(fold(other.cells[0].text)):
             break
