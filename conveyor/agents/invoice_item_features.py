@@ -332,10 +332,36 @@ def _labelled_sum(cand: Candidate) -> bool:
     return bool(cand.features.get("sum_label") or cand.features.get("table_end"))
 
 
+# Runs longer than this are summed whole only, not in every slice.
+SLICED = 60
+
+
+def _summed(sheet: Sheet, run: list[Candidate]) -> set[int]:
+    """The positions in `run` of the lines of a slice of it (two lines or more, one after
+    the other) whose amounts make an amount printed in the lines just under the run: the
+    rows of a table, not the line above them that is in their column ("Check | 1000")."""
+    last = run[-1].index
+    printed = set()
+    for line in sheet.lines[last + 1 : last + 1 + SUM_REACH]:
+        for cell in line.cells:
+            for part in (cell.text.split(":")[-1].strip(), cell.text.split(" ")[-1]):
+                value = sheet.amount(part)
+                if isinstance(value, Decimal):
+                    printed.add(value)
+    n = len(run)
+    slices = [(0, n)] if n > SLICED else [(i, j) for i in range(n) for j in range(i + 2, n + 1)]
+    out: set[int] = set()
+    for i, j in slices:
+        if j - i >= 2 and sum((c.reading.amount for c in run[i:j]), Decimal(0)) in printed:
+            out.update(range(i, j))
+    return out
+
+
 def _runs(sheet: Sheet, found: list[Candidate]) -> None:
     """Runs of candidates whose amounts are aligned one under the other, and for each the
-    features of its run: its length, whether its amounts add up to an amount printed a few
-    lines under it, and the header-like line of words just over it."""
+    features of its run: its length, whether its amounts (or those of lines of it one
+    after the other, with it) add up to an amount printed a few lines under it, and the
+    header-like line of words just over it."""
     k = 0
     while k < len(found):
         end = k
@@ -344,13 +370,7 @@ def _runs(sheet: Sheet, found: list[Candidate]) -> None:
                 break  # the sum under the rows, in their column, ends their run
             end += 1
         run = found[k : end + 1]
-        total = sum((c.reading.amount for c in run), Decimal(0))
-        last = run[-1].index
-        sums = len(run) >= 2 and any(
-            isinstance(v := sheet.amount(cell.text.split(":")[-1].strip()), Decimal) and v == total
-            for line in sheet.lines[last + 1 : last + 1 + SUM_REACH]
-            for cell in line.cells
-        )
+        summed = _summed(sheet, run)
         top = run[0].index
         header = next(
             (
@@ -362,7 +382,7 @@ def _runs(sheet: Sheet, found: list[Candidate]) -> None:
         )
         for position, cand in enumerate(run):
             cand.features["run"] = math.log(len(run)) / 3
-            cand.features["run_sums"] = float(sums)
+            cand.features["run_sums"] = float(position in summed)
             cand.features["run_first"] = float(position == 0)
             cand.features["run_last"] = float(position == len(run) - 1)
             cand.features["aligned"] = max(
