@@ -17,7 +17,7 @@ import re
 
 from pydantic import BaseModel
 
-from conveyor.agents import invoice_number_model
+from conveyor.agents import invoice_item_model, invoice_number_model
 from conveyor.agents.contract_rules import read_contract
 from conveyor.agents.invoice_reader import DOUBT, misread, read_invoice_layout
 from conveyor.agents.invoice_rules import read_invoice
@@ -115,6 +115,7 @@ def _read_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
     was made for)."""
     invoice, fields, keys = rules_invoice(text)
     invoice, fields = _learned_number(text, invoice, fields)
+    invoice, fields = invoice_item_model.learned_items(text, invoice, fields)
     return invoice, fields, keys
 
 
