@@ -1,7 +1,7 @@
 """The opened document sets the learned choosers are trained on, and their folds.
 
 Opened: ../shared/realdocs (its text-only copies) and the sets below; never the held-out
-benchmarks/corpus, round9, round10 or round11. A source is one repository: a folder of a
+benchmarks/corpus and round9 to round13. A source is one repository: a folder of a
 set's text-only/.
 
     corpora(parser, realdocs)  the opened sets' folders, realdocs first (a missing one stops
