@@ -58,7 +58,9 @@ class ConveyorSubject:
 
     async def reset(self) -> None:
         # CASCADE: tables added later (reviews) refer to tasks.
-        await self.admin.execute("TRUNCATE tasks, task_attempts RESTART IDENTITY CASCADE")
+        await self.admin.execute(
+            "TRUNCATE tasks, task_attempts, attempt_usage RESTART IDENTITY CASCADE"
+        )
 
     async def enqueue_many(self, payloads: list[dict[str, Any]]) -> None:
         await self.app.enqueue_many_async([NewTask(self.agent, p) for p in payloads])

@@ -11,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from conveyor import App, NewTask, Task, TaskStatus, UnknownAgent, queue
@@ -146,9 +147,8 @@ async def test_the_window_forgets_old_usage(app: App, conn: Any) -> None:
     (first,) = await claim(conn, ["budget"])
     await finish(conn, [first], tokens=6000)
     assert await claim(conn, ["budget"]) == []
-    await conn.execute(
-        "UPDATE task_attempts SET finished_at = now() - interval '61 s',"
-        " started_at = now() - interval '62 s'"
+    await _retime_attempts(
+        conn, "finished_at = now() - interval '61 s', started_at = now() - interval '62 s'"
     )
     assert len(await claim(conn, ["budget"])) == 1
 
@@ -162,9 +162,8 @@ async def test_an_attempt_that_ended_within_the_window_holds_all_its_tokens(
     await app.enqueue_many_async([NewTask("budget", {}, estimated_tokens=6000) for _ in range(2)])
     (first,) = await claim(conn, ["budget"])
     await finish(conn, [first], tokens=6000)
-    await conn.execute(
-        "UPDATE task_attempts SET started_at = now() - interval '100 s',"
-        " finished_at = now() - interval '10 s'"
+    await _retime_attempts(
+        conn, "started_at = now() - interval '100 s', finished_at = now() - interval '10 s'"
     )
     assert (await _limits(conn, "budget"))["tokens"] == 6000
     assert await claim(conn, ["budget"]) == [], "6,000 + 6,000 of 10,000"
@@ -220,21 +219,41 @@ async def _status(app: App, task_id: int, status: TaskStatus) -> bool:
     return (await app.get_task_async(task_id)).status == status
 
 
-async def test_the_window_is_read_by_its_index(app: App, conn: Any) -> None:
-    """Every claim of a limited agent reads its window: by task_attempts_window_idx, among
-    many attempts of other agents and long finished ones (conveyor_usage is inlined into
-    the query that calls it, so its scan shows in the plan)."""
+async def test_the_window_is_read_by_its_indexes(app: App, conn: Any) -> None:
+    """Every claim of a limited agent reads its window, among many rows of other agents and
+    long finished ones: the attempts that run by tasks_processing_idx (agent first) and
+    their attempt rows by key, the ended ones by attempt_usage's key (migration 0017: no
+    index of task_attempts on finished_at). conveyor_usage is inlined into the query that
+    calls it, so its scans show in the plan."""
     await conn.execute(
-        """INSERT INTO task_attempts (task_id, attempt, agent, status, started_at,
-                                      finished_at, input_tokens, output_tokens)
-           SELECT g, 1, 'agent-' || g % 50, 'succeeded', now() - make_interval(secs => g + 5),
-                  now() - make_interval(secs => g), 100, 10
-           FROM generate_series(1, 20000) g"""
+        """WITH ended AS (
+               INSERT INTO task_attempts (task_id, attempt, agent, status, started_at,
+                                          finished_at, input_tokens, output_tokens)
+               SELECT -g, 1, 'agent-' || g % 50, 'succeeded',
+                      now() - make_interval(secs => g + 5), now() - make_interval(secs => g),
+                      100, 10
+               FROM generate_series(1, 20000) g
+               RETURNING *)
+           INSERT INTO attempt_usage (agent, finished_at, attempt_id, task_id, status,
+                                      started_at, reserved_tokens, input_tokens, output_tokens)
+           SELECT agent, finished_at, id, task_id, status, started_at, reserved_tokens,
+                  input_tokens, output_tokens
+           FROM ended"""
     )
-    await conn.execute("ANALYZE task_attempts")
+    await conn.execute(
+        """WITH running AS (
+               INSERT INTO tasks (agent, status, attempts, locked_by)
+               SELECT 'agent-' || g % 50, 'processing', 1, 'w' FROM generate_series(1, 5000) g
+               RETURNING id, agent)
+           INSERT INTO task_attempts (task_id, attempt, agent, status)
+           SELECT id, 1, agent, 'running' FROM running"""
+    )
+    await conn.execute("ANALYZE tasks, task_attempts, attempt_usage")
     cur = await conn.execute("EXPLAIN (FORMAT JSON) SELECT * FROM conveyor_usage('agent-7', 60)")
     plan = json.dumps((await cur.fetchone())["QUERY PLAN"])
-    assert "task_attempts_window_idx" in plan and "Seq Scan" not in plan, plan
+    for index in ("tasks_processing_idx", "attempt_usage_pkey", "task_attempts_task_id_attempt"):
+        assert index in plan, plan
+    assert "Seq Scan" not in plan, plan
     assert "Function Scan" not in plan, "inlined: the scan is planned in the caller"
 
 
@@ -281,9 +300,8 @@ async def test_a_request_budget_paces_starts(app: App, conn: Any) -> None:
     assert len(first) == 5
     await finish(conn, first)
     assert await claim(conn, ["paced"]) == [], "finished, but started within the window"
-    await conn.execute(
-        "UPDATE task_attempts SET started_at = now() - interval '61 s',"
-        " finished_at = now() - interval '61 s'"
+    await _retime_attempts(
+        conn, "started_at = now() - interval '61 s', finished_at = now() - interval '61 s'"
     )
     assert len(await claim(conn, ["paced"])) == 3
 
@@ -331,11 +349,20 @@ async def test_a_new_limit_applies_to_the_next_claim(app: App, conn: Any) -> Non
 
 async def _backdate_attempts(conn: Any, seconds: float) -> None:
     """Move every attempt `seconds` into the past, as if that much time had passed."""
-    await conn.execute(
-        "UPDATE task_attempts SET started_at = started_at - make_interval(secs => %(s)s),"
+    await _retime_attempts(
+        conn,
+        "started_at = started_at - make_interval(secs => %(s)s),"
         " finished_at = finished_at - make_interval(secs => %(s)s)",
         {"s": seconds},
     )
+
+
+async def _retime_attempts(conn: Any, assignments: str, params: Any = None) -> None:
+    """Set the attempts' times (`assignments`, a SET list), in task_attempts and in the
+    token window's copy of the ended ones (attempt_usage, migration 0017) alike."""
+    for table in ("task_attempts", "attempt_usage"):
+        query = sql.SQL("UPDATE {} SET ").format(sql.Identifier(table)) + sql.SQL(assignments)
+        await conn.execute(query, params)
 
 
 async def _limits(conn: Any, agent: str) -> Any:

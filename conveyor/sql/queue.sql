@@ -426,7 +426,8 @@ ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: tasks_prune
--- Delete a small batch of tasks that finished before the cutoff, with their attempts.
+-- Delete a small batch of tasks that finished before the cutoff, with their attempts (and
+-- their rows of the token window, attempt_usage).
 -- Small batches and SKIP LOCKED keep locks short; the caller loops until nothing is left.
 WITH doomed AS MATERIALIZED (
     SELECT id
@@ -438,6 +439,11 @@ WITH doomed AS MATERIALIZED (
     FOR UPDATE SKIP LOCKED
 ), attempts_gone AS (
     DELETE FROM task_attempts a USING doomed d WHERE a.task_id = d.id
+    RETURNING a.agent, a.finished_at, a.id
+), usage_gone AS (
+    -- Their rows of the token window (migration 0017), by key.
+    DELETE FROM attempt_usage u USING attempts_gone g
+    WHERE u.agent = g.agent AND u.finished_at = g.finished_at AND u.attempt_id = g.id
 )
 DELETE FROM tasks t USING doomed d WHERE t.id = d.id
 RETURNING t.id;

@@ -65,36 +65,57 @@ $$;
 -- (docs/limits.md, "What the window counts"): the last request may go out just before the
 -- end. The index range stays on finished_at (never before last_call_at).
 --
+-- Where the rows come from (migration 0017): no index of task_attempts names a column the
+-- finish writes, so that the finish is a HOT update. The running attempts are the agent's
+-- processing tasks (tasks_processing_idx: agent, locked_by) that do not wait for children,
+-- each with its attempt row (the claim wrote its reservation and start; nothing changed
+-- them since); the ended ones are attempt_usage (agent, finished_at, attempt_id), written
+-- by the statement that ended them for every attempt the window can count: one that held a
+-- reservation, reported usage, or belongs to a limited agent. An attempt outside those
+-- three counts here for nothing but a request, and only an agent with max_rpm (a limited
+-- one) reads requests.
+--
 -- SETOF record, of one row: a set-returning SQL function is inlined into the query that
--- calls it, so the scan below is planned there, with the agent and window it is given, and
--- its index (task_attempts_window_idx: agent, finished_at) shows in EXPLAIN
--- (tests/test_limits.py).
+-- calls it, so the scans below are planned there, with the agent and window it is given,
+-- and their indexes show in EXPLAIN (tests/test_limits.py).
 CREATE OR REPLACE FUNCTION conveyor_usage(p_agent text, p_window double precision,
                                OUT running bigint, OUT tokens bigint, OUT requests bigint,
                                OUT spread_tokens bigint)
 RETURNS SETOF record
 LANGUAGE sql STABLE AS $$
-    SELECT count(*) FILTER (WHERE u.finished_at IS NULL),
+    SELECT count(*) FILTER (WHERE u.running),
            coalesce(sum(u.spent), 0),
            count(*) FILTER (WHERE u.started_at > now() - make_interval(secs => p_window)),
            coalesce(sum(CASE WHEN u.status = 'throttled' THEN u.reserved_tokens ELSE u.spent END)
                     FILTER (WHERE u.started_at > now() - make_interval(secs => p_window / 20)),
                     0)
     FROM (
-        -- What an attempt counts for: the reservation of a running one (or of a lost one
-        -- that never reported: what it spent is unknown), else what it reported.
-        SELECT w.finished_at, w.started_at, w.status, w.reserved_tokens,
-               CASE WHEN w.finished_at IS NULL
-                         OR (w.status = 'lost' AND w.input_tokens IS NULL)
-                    THEN w.reserved_tokens
-                    ELSE coalesce(w.input_tokens, 0) + coalesce(w.output_tokens, 0)
-               END AS spent
-        FROM task_attempts w
-        WHERE w.agent = p_agent
-          AND (w.finished_at IS NULL
-               OR (w.finished_at > now() - make_interval(secs => p_window)
-                   AND coalesce(w.last_call_at, w.finished_at)
-                       > now() - make_interval(secs => p_window)))
+        -- Running: it counts for its reservation. Its attempt row is looked up by key for
+        -- each task (the LIMIT keeps the subquery a lookup: joined plainly, the planner may
+        -- hash every running attempt of every agent, or scan them all, to find a few).
+        SELECT true AS running, w.started_at, w.status, w.reserved_tokens,
+               w.reserved_tokens AS spent
+        FROM tasks t
+        CROSS JOIN LATERAL (
+            SELECT a.started_at, a.status, a.reserved_tokens
+            FROM task_attempts a
+            WHERE a.task_id = t.id AND a.attempt = t.attempts AND a.finished_at IS NULL
+            LIMIT 1
+        ) w
+        WHERE t.agent = p_agent
+          AND t.status = 'processing'
+          AND t.waiting_since IS NULL
+        UNION ALL
+        -- Ended within the window: what it reported, or the reservation of a lost one that
+        -- never reported (what it spent is unknown).
+        SELECT false, f.started_at, f.status, f.reserved_tokens,
+               CASE WHEN f.status = 'lost' AND f.input_tokens IS NULL THEN f.reserved_tokens
+                    ELSE coalesce(f.input_tokens, 0) + coalesce(f.output_tokens, 0)
+               END
+        FROM attempt_usage f
+        WHERE f.agent = p_agent
+          AND f.finished_at > now() - make_interval(secs => p_window)
+          AND coalesce(f.last_call_at, f.finished_at) > now() - make_interval(secs => p_window)
     ) u
 $$;
 
@@ -150,9 +171,10 @@ BEGIN
     -- What a task without an estimate reserves: the agent's recent average actual usage.
     SELECT round(avg(coalesce(r.input_tokens, 0) + coalesce(r.output_tokens, 0)))::int
       INTO typical
+    -- (attempt_usage holds every ended attempt that reported usage: migration 0017.)
     FROM (SELECT input_tokens, output_tokens
-          FROM task_attempts
-          WHERE agent = p_agent AND finished_at IS NOT NULL AND input_tokens IS NOT NULL
+          FROM attempt_usage
+          WHERE agent = p_agent AND input_tokens IS NOT NULL
           ORDER BY finished_at DESC
           LIMIT 50) r;
     typical := coalesce(typical, 1000);

@@ -271,7 +271,38 @@ BEGIN
                OR (a.status IN ('lost', 'cancelled')
                    AND NOT (a.status = conveyor_attempt_status(o.outcome)
                             AND a.error IS NOT DISTINCT FROM o.error)))
-        RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied, e.status
+        RETURNING a.task_id, a.attempt, e.id IS NOT NULL AS applied, e.status,
+                  a.id AS attempt_id, a.agent, a.status AS attempt_status, a.started_at,
+                  a.finished_at, a.last_call_at, a.reserved_tokens, a.input_tokens,
+                  a.output_tokens
+    ), usage_rows AS (
+        -- What the token window and the estimates read of an ended attempt (migration 0017,
+        -- conveyor_usage in admission.sql): no index of task_attempts names a column
+        -- written above, so that update is HOT, and the window reads this copy instead.
+        -- Written for an attempt that held a reservation, reported usage, or belongs to a
+        -- limited agent (its requests count); an attempt of an agent without limits that
+        -- did neither (a plain queue's task: the drain's hot path) writes nothing here. A
+        -- late outcome finds the row of its attempt by key (its finished_at is kept above)
+        -- and brings it up to date: the usage it reported, the reservation a lost attempt
+        -- held no longer counted for it.
+        INSERT INTO attempt_usage AS u (agent, finished_at, attempt_id, task_id, status,
+                                        started_at, last_call_at, reserved_tokens,
+                                        input_tokens, output_tokens)
+        SELECT r.agent, r.finished_at, r.attempt_id, r.task_id, r.attempt_status,
+               r.started_at, r.last_call_at, r.reserved_tokens, r.input_tokens,
+               r.output_tokens
+        FROM attempt_rows r
+        WHERE r.reserved_tokens > 0
+           OR r.input_tokens IS NOT NULL
+           OR r.output_tokens IS NOT NULL
+           -- The limited agents, read once per statement (an InitPlan), and only when an
+           -- attempt fits none of the cheaper conditions.
+           OR r.agent = ANY (ARRAY(SELECT g.name FROM agents g WHERE conveyor_is_limited(g)))
+        ON CONFLICT (agent, finished_at, attempt_id) DO UPDATE
+        SET status = excluded.status,
+            last_call_at = excluded.last_call_at,
+            input_tokens = excluded.input_tokens,
+            output_tokens = excluded.output_tokens
     )
     SELECT r.task_id, r.attempt, r.applied, r.status FROM attempt_rows r;
 
