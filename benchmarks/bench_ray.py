@@ -272,7 +272,7 @@ async def exactly_once(url: str, tasks: int, address: str) -> None:
     }
     async with bench:
         async with bench.connection() as conn:
-            await conn.execute("TRUNCATE tasks, task_attempts CASCADE")
+            await conn.execute("TRUNCATE tasks, task_attempts, attempt_usage CASCADE")
         ids = await bench.enqueue_many_async(
             [{"agent": "ray_noop", "payload": {}} for _ in range(tasks)]
         )

@@ -42,7 +42,7 @@ async def prepare(url: str, depth: int) -> Connection:
     await app.database()
     await app.aclose()
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True, row_factory=dict_row)
-    await conn.execute("TRUNCATE tasks, task_attempts RESTART IDENTITY CASCADE")
+    await conn.execute("TRUNCATE tasks, task_attempts, attempt_usage RESTART IDENTITY CASCADE")
     await conn.execute(FILL, {"n": depth})
     return conn
 
