@@ -1,7 +1,7 @@
 """The learned party chooser: its candidates and features, the shipped models read by
-feature name without scikit-learn, and its place in the offline reader, switched on here
-(offline.LEARNED_PARTIES is off as shipped): where the rules read no buyer, never lifting a
-document the rules doubted."""
+feature name without scikit-learn, and its place in the offline reader
+(offline.LEARNED_PARTIES): where the rules read no buyer, never lifting a document the rules
+doubted."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_weights_are_aligned_by_feature_name() -> None:
 
 @pytest.fixture
 def learned(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(offline, "LEARNED_PARTIES", True)  # off as shipped
+    monkeypatch.setattr(offline, "LEARNED_PARTIES", True)  # as shipped, whatever a test set
 
 
 @pytest.mark.usefixtures("learned")
@@ -150,8 +150,8 @@ def test_a_seller_the_model_names_leaves_the_document_doubted(
     assert extraction.confidence <= DOUBT
 
 
-def test_off_as_shipped_the_rules_names_stand() -> None:
-    assert offline.LEARNED_PARTIES is False
+def test_switched_off_the_rules_names_stand(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(offline, "LEARNED_PARTIES", False)
     extraction = extract_offline(extract_text(pdf(LETTER)), "invoice")
     assert extraction.data["customer"]["name"] is None
 
