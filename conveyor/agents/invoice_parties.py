@@ -36,6 +36,7 @@ from conveyor.agents.invoice_marks import (
     not_a_name,
 )
 from conveyor.agents.invoice_party_labels import (
+    ADDRESSEE,
     ATTENTION,
     SALUTATION,
     TAX_ID,
@@ -53,6 +54,12 @@ def headings(sheet: Sheet) -> list[Block]:
     found = []
     for i, line in enumerate(sheet.lines):
         for cell in line.cells:
+            addressee = ADDRESSEE.match(cell.text)
+            if addressee and not LABELLED.match(cell.text):
+                # "株式会社山田商事 御中": a Japanese buyer's name with its honorific heads
+                # the buyer's block (its address under it).
+                found.append(Block("buyer", i, cell, addressee.group("name")))
+                continue
             heading = party_heading(cell.text)
             if heading is None and ("\u00b7" in cell.text or " / " in cell.text):
                 heading = _second_name(cell.text)
@@ -420,9 +427,13 @@ def _address_after(cells: list[tuple[int, Cell]], j: int) -> str | None:
     return ", ".join(parts) or None
 
 
-_VAT_ID = re.compile(r"\b([A-Z]{2}\s?[0-9A-Z][0-9A-Z .]{6,16}[0-9A-Z])\b")
-# The tax id's word begins a word: "USt-IdNr.", "VAT", not "Austria", "Industrie", "private".
-_VAT_WORD = re.compile(r"(?i)\b(?:ust|vat|tva|btw|iva|mwst|uid)")
+# And Japan's qualified-invoice registration number: "T" and 13 digits.
+_VAT_ID = re.compile(
+    r"\b([A-Z]{2}\s?[0-9A-Z][0-9A-Z .]{6,16}[0-9A-Z])\b|(?<![0-9A-Za-z])(T\d{13})(?!\d)"
+)
+# The tax id's word begins a word: "USt-IdNr.", "VAT", not "Austria", "Industrie", "private";
+# Japanese "登録番号" follows other words without a space.
+_VAT_WORD = re.compile(r"(?i)\b(?:ust|vat|tva|btw|iva|mwst|uid)|登録番号")
 
 
 def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
@@ -433,8 +444,9 @@ def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
         if not _VAT_WORD.search(cell.text):
             continue
         for match in _VAT_ID.finditer(cell.text):
-            if sum(ch.isdigit() for ch in match.group(1)) >= 6:
-                return match.group(1).strip()
+            found = match.group(1) or match.group(2)
+            if sum(ch.isdigit() for ch in found) >= 6:
+                return found.strip()
     return None
 
 
