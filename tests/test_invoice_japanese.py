@@ -4,7 +4,8 @@ Gregorian and the era calendar (令和, 平成), the addressee's honorific (御�
 legal forms before or after a name, and the qualified-invoice registration number.
 
 The snippets are text laid out by spaces (two or more make a gap between cells), read as
-a text layer without a PDF: the fonts a test can count on draw no Japanese."""
+a text layer without a PDF; one is drawn as a PDF in reportlab's Japanese CID font (its
+glyphs are the reader's, not embedded), read by PDFium as an upload is."""
 
 # Full-width characters are Japanese text's own, not look-alikes of ASCII ones.
 # ruff: noqa: RUF001
@@ -12,15 +13,21 @@ a text layer without a PDF: the fonts a test can count on draw no Japanese."""
 from __future__ import annotations
 
 import datetime
+import io
 from decimal import Decimal
 
 import pytest
+from reportlab.pdfbase import pdfmetrics  # type: ignore[import-untyped]
+from reportlab.pdfbase.cidfonts import UnicodeCIDFont  # type: ignore[import-untyped]
+from reportlab.pdfgen import canvas  # type: ignore[import-untyped]
 
 from conveyor.agents.invoice_columns import TABLE_END, column_kind
 from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_party_labels import ADDRESSEE, TAX_ID, party_heading
 from conveyor.agents.legal_forms import name_forms
+from conveyor.agents.offline import extract_offline
 from conveyor.agents.values import NumberStyle, cell_amount, currencies_in, dates_in, era_year
+from conveyor.documents.text import extract_text
 from tests.snippets import party_name, text_invoice_data
 
 # A sheet of the Gregorian calendar: the buyer "御中", the number labelled, "¥" amounts.
@@ -88,6 +95,33 @@ JA_ERA = """\
 お振込手数料は貴社にてご負担くださいますようお願い申し上げます。
 """
 
+# The honorific in a cell of its own, the amount due closed by a dash, the seller heading
+# its block, a person as the buyer, labels letter-spaced by ideographic spaces ("合　計").
+JA_PERSON = """\
+                                   御請求書
+
+鈴木 一郎    様                                 伝票番号：A-778
+〒060-0001 北海道札幌市中央区北1条西2-3          請求年月日：2024/05/10
+                                                 振込期日：2024/05/31
+
+ご請求金額    ¥33,000-
+
+摘　要                         数　量    単　価        金　額
+庭木剪定作業                    1        30,000        30,000
+
+                                          小　計        30,000
+                                          消費税額       3,000
+                                          合　計        33,000
+
+請求元
+株式会社みどり造園
+〒060-0002 北海道札幌市中央区北2条西3-4
+登録番号 T5555555555555
+
+お振込先
+北の銀行 大通支店 普通 1111111
+"""
+
 INVOICES = {
     "gregorian": (
         JA_GREGORIAN,
@@ -101,6 +135,20 @@ INVOICES = {
             "10000",
             "110000",
             "T1234567890123",
+        ),
+    ),
+    "person": (
+        JA_PERSON,
+        (
+            "A-778",
+            "2024-05-10",
+            "2024-05-31",
+            "株式会社みどり造園",
+            "鈴木 一郎",
+            "30000",
+            "3000",
+            "33000",
+            "T5555555555555",
         ),
     ),
     "era": (
@@ -134,7 +182,7 @@ def test_a_japanese_invoice_is_read(calendar: str) -> None:
     vendor = data["vendor"]
     assert isinstance(vendor, dict) and vendor["tax_id"] == tax_id
     items = data["line_items"]
-    assert isinstance(items, list) and len(items) == 2
+    assert isinstance(items, list) and len(items) == (1 if calendar == "person" else 2)
     assert isinstance(items[0], dict) and items[0]["quantity"] == "1"
 
 
@@ -208,6 +256,9 @@ def test_japanese_sum_labels() -> None:
         "請求金額": "due",
         "10%対象": "-sum",
         "8%対象": "-sum",
+        "合 計": "gross",
+        "小 計": "net",
+        "消 費 税": "tax",
     }.items():
         found = sum_label(text)
         assert found is not None and found[0] == kind, (text, found)
@@ -230,6 +281,8 @@ def test_japanese_titles_headings_and_columns() -> None:
         "単価": "price",
         "金額": "amount",
         "税率": "rate",
+        "品 名": "description",
+        "数 量": "quantity",
     }.items():
         assert column_kind(header) == kind, header
     for end in ("小計", "合計金額", "10%対象", "備考", "お振込先"):
@@ -242,6 +295,8 @@ def test_the_addressee_legal_forms_and_registration_number() -> None:
     found = ADDRESSEE.match("山田 太郎 様")
     assert found is not None and found.group("name") == "山田 太郎"
     assert ADDRESSEE.match("様") is None
+    assert ADDRESSEE.match("お客様") is None  # "the customer": no one's name
+    assert ADDRESSEE.match("12345 様") is None
     for name, form in {
         "株式会社山田商事": "株式会社",
         "山田商事株式会社": "株式会社",
@@ -259,4 +314,64 @@ def test_yen_amounts_and_signs() -> None:
     for cell in ("¥110,000", "110,000円", "¥110,000(税込)", "1,234円(税抜)"):
         assert cell_amount(cell, style) is not None, cell
     assert cell_amount("110,000円", style) == Decimal("110000")
+    # A whole amount closed by a dash is no negative one: "¥55,000-", "55,000円-".
+    for cell in ("¥55,000-", "¥55,000-(税込)", "55,000円-"):
+        assert cell_amount(cell, style) == Decimal("55000"), cell
+    assert cell_amount("1,234-", style) is None
     assert currencies_in("合計 55,000円") == {"JPY": 1}
+
+
+def _japanese_pdf(texts: list[tuple[float, float, str, float]]) -> bytes:
+    """An A4 page with each (x, y from the top, text, size) in a Japanese CID font."""
+    pdfmetrics.registerFont(UnicodeCIDFont("HeiseiKakuGo-W5"))
+    out = io.BytesIO()
+    page = canvas.Canvas(out, pagesize=(595, 842))
+    for x, y, text, size in texts:
+        page.setFont("HeiseiKakuGo-W5", size)
+        page.drawString(x, 842 - y, text)
+    page.showPage()
+    page.save()
+    return out.getvalue()
+
+
+def test_a_japanese_pdf_is_read_by_its_word_boxes() -> None:
+    rows = [("品名", "数量", "単価", "金額"), ("ウェブサイト制作", "1", "80,000", "80,000")]
+    rows.append(("保守サポート", "2", "10,000", "20,000"))
+    texts = [
+        (250.0, 60.0, "請 求 書", 18.0),
+        (40.0, 110.0, "株式会社山田商事 御中", 11.0),
+        (40.0, 124.0, "〒100-0001 東京都千代田区丸の内1-1", 9.0),
+        (360.0, 110.0, "請求日：２０２４年４月１日", 9.0),
+        (360.0, 124.0, "請求書番号：INV-2024-0401", 9.0),
+        (360.0, 138.0, "お支払期限：令和6年4月30日", 9.0),
+        (360.0, 170.0, "有限会社青空デザイン", 10.0),
+        (360.0, 184.0, "〒150-0002 東京都渋谷区渋谷2-3-4", 9.0),
+        (360.0, 198.0, "登録番号：T1234567890123", 9.0),
+        (40.0, 240.0, "ご請求金額", 12.0),
+        (140.0, 240.0, "￥110,000-（税込）", 12.0),
+        (380.0, 360.0, "小計", 9.0),
+        (480.0, 360.0, "¥100,000", 9.0),
+        (380.0, 376.0, "消費税（10%）", 9.0),
+        (480.0, 376.0, "¥10,000", 9.0),
+        (380.0, 392.0, "合計", 9.0),
+        (480.0, 392.0, "¥110,000", 9.0),
+        (40.0, 700.0, "お振込先", 9.0),
+        (40.0, 714.0, "さくら銀行 渋谷支店 普通 7654321", 9.0),
+    ]
+    for k, row in enumerate(rows):
+        for x, text in zip((40.0, 250.0, 380.0, 480.0), row, strict=True):
+            texts.append((x, 290.0 + 16 * k, text, 9.0))
+    result = extract_offline(extract_text(_japanese_pdf(texts)), "invoice")
+    data = result.data
+    assert isinstance(data, dict)
+    assert (data["number"], data["issue_date"], data["due_date"]) == (
+        "INV-2024-0401",
+        "2024-04-01",
+        "2024-04-30",
+    )
+    assert party_name(data, "vendor") == "有限会社青空デザイン"
+    assert party_name(data, "customer") == "株式会社山田商事"
+    assert (data["subtotal"], data["tax"], data["total"]) == ("100000", "10000", "110000")
+    assert data["currency"] == "JPY"
+    # The page is in Japanese: its "¥" is the yen, not the yuan.
+    assert result.fields["currency"] >= 0.9

@@ -74,7 +74,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"περιγραφη|αιτιολογια|ειδοσ",
         r"наименование(?:\s*на\s*(?:стоката|услугата))?|описание|стока|услуга",
         # Japanese "品名", "品目", "商品名", "内容", "摘要", "項目", "明細", "品番・品名".
-        ja(r"(?:品番\s*[・/]?\s*)?品名|品目|商品名|内容|摘要|項目|明細"),
+        ja(r"(?:品番\s*[・/]?\s*)?品\s?名|品\s?目|商品名|内\s?容|摘\s?要|項\s?目|明\s?細"),
     ],
     "quantity": [
         r"qty\.?",
@@ -113,7 +113,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"kiekis|daudzums|kogus|kpl|miktar(?:i)?|quantitat",
         r"ποσοτητα|ποσ\.|количество|к-во|кол\.|кол\s*-\s*во|кількість",
         # Japanese "数量".
-        ja(r"数量"),
+        ja(r"数\s?量"),
     ],
     "price": [
         r"unit\s*price",
@@ -154,7 +154,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"τιμη(?:\s*(?:μοναδασ|μον\.))?",
         r"(?:единична|ед\.)\s*цена|цена",
         # Japanese "単価".
-        ja(r"単価"),
+        ja(r"単\s?価"),
     ],
     "amount": [
         r"amount",
@@ -194,7 +194,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"αξια|ποσο|συνολο",
         r"стоиност|сума|сумма",
         # Japanese "金額".
-        ja(r"金額(?:\s*\(\s*税[込抜]\s*\))?"),
+        ja(r"金\s?額(?:\s*\(\s*税[込抜]\s*\))?"),
     ],
     "rate": [
         r"alv\s*-?\s*%?",
@@ -217,7 +217,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"kdv(?:\s*(?:orani|%))?",
         r"(?:ποσοστο\s*)?φπα(?:\s*%)?|ддс\s*%?",
         # Japanese "税率".
-        ja(r"税率"),
+        ja(r"税\s?率"),
     ],
     "unit": [
         r"jedn\.?",
@@ -240,7 +240,7 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"μοναδα(?:\s*μετρησησ)?|μ\.\s*μ\.|мярка|мерна\s*единица|м\.\s*ед\.?",
         r"ед\.?\s*изм\.?|од\.?\s*вим\.?",
         # Japanese "単位".
-        ja(r"単位"),
+        ja(r"単\s?位"),
     ],
     "discount": [
         r"rem\.?",
@@ -272,9 +272,9 @@ TABLE_END = re.compile(
     # Payment terms: Romanian "Instrucțiuni de plată", "Condiții de plată".
     r"instructiuni de plata|conditii de plata|modalitate de plata)"
     r"(?![^\W\d_])"
-    # Japanese sums and what follows the table, set without a space before their values:
-    # "小計", "合計", "消費税", "10%対象", "備考", "お振込先".
-    r"|^(?:小計|合計|総額|消費税|税抜|税込|\d{1,2}\s*%\s*対象|備考|(?:お)?振込先)"
+    # Japanese sums and what follows the table, set without a space before their values
+    # and often letter-spaced: "小計", "合　計", "消費税", "10%対象", "備考", "お振込先".
+    r"|^(?:小\s?計|合\s?計|総\s?額|消\s?費\s?税|税抜|税込|\d{1,2}\s*%\s*対象|備\s?考|(?:お)?振込先)"
 )
 
 _COLUMNS = compile_labels(COLUMN_LABELS)

@@ -274,7 +274,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"dato",
         r"datums|kuupaev|tarih(?:i)?|ημερομηνια|ημ(?:ερ)?\.?\s*/\s*νια|дата",
         # Japanese "日付", "年月日".
-        ja(r"日付|年月日"),
+        ja(r"日\s?付|年月日"),
     ],
     "due": [
         r"due\s*date",

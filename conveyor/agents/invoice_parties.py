@@ -38,6 +38,7 @@ from conveyor.agents.invoice_marks import (
 from conveyor.agents.invoice_party_labels import (
     ADDRESSEE,
     ATTENTION,
+    HONORIFIC,
     SALUTATION,
     TAX_ID,
     name_label,
@@ -53,12 +54,12 @@ __all__ = ["Party", "parties"]
 def headings(sheet: Sheet) -> list[Block]:
     found = []
     for i, line in enumerate(sheet.lines):
-        for cell in line.cells:
-            addressee = ADDRESSEE.match(cell.text)
-            if addressee and not LABELLED.match(cell.text):
+        for k, cell in enumerate(line.cells):
+            addressee = _addressee(line.cells, k)
+            if addressee:
                 # "株式会社山田商事 御中": a Japanese buyer's name with its honorific heads
                 # the buyer's block (its address under it).
-                found.append(Block("buyer", i, cell, addressee.group("name")))
+                found.append(Block("buyer", i, cell, addressee))
                 continue
             heading = party_heading(cell.text)
             if heading is None and ("\u00b7" in cell.text or " / " in cell.text):
@@ -89,6 +90,19 @@ def headings(sheet: Sheet) -> list[Block]:
                 # tax id's label ("Customer VAT ID:" alone) heads no block.
                 found.append(Block(kind, i, cell, ""))
     return found
+
+
+def _addressee(cells: Sequence[Cell], k: int) -> str | None:
+    """The name in cell `k` when a Japanese honorific ends it or stands alone in the next
+    cell ("株式会社山田商事 御中", "山田商事  様"), and it is no label."""
+    text = cells[k].text
+    if LABELLED.match(text) or HONORIFIC.match(text.strip()):
+        return None
+    found = ADDRESSEE.match(text)
+    if found:
+        return found.group("name")
+    alone = k + 1 < len(cells) and HONORIFIC.match(cells[k + 1].text.strip())
+    return text.strip() if alone and ADDRESSEE.match(f"{text} 様") else None
 
 
 def _value_column(sheet: Sheet, index: int, cell: Cell, end: int) -> str | None:

@@ -273,8 +273,12 @@ TAX_ID = re.compile(
     r"(?:適格請求書発行事業者\s*)?登録番号|法人番号)",
 )
 # A Japanese addressee's honorific after its name: "株式会社山田商事 御中" (a company),
-# "山田 太郎 様" (a person), "殿". The name before it is the buyer's.
-ADDRESSEE = re.compile(r"^(?P<name>\S.*?\S)\s*(?:御中|様|殿)\s*$")
+# "山田 太郎 様" (a person), "殿". The name before it is the buyer's; "お客様" (the
+# customer) and "皆様" (everyone) name no one.
+HONORIFIC = re.compile(r"^(?:御中|様|殿)$")
+ADDRESSEE = re.compile(
+    r"^(?!お客様|皆様|各位)(?P<name>\S*[^\W\d_]\S*(?:\s+\S+)*?)\s*(?:御中|様|殿)\s*$"
+)
 SALUTATION = re.compile(
     r"^(?:herrn?|frau|mr\.?|mrs\.?|ms\.?|mme\.?|m\.|mevr\.?|dhr\.?|sr\.?|sra\.?)$"
 )

@@ -66,10 +66,12 @@ _TAX_TOTAL = (
 # Japanese sums, as `invoice_labels.fold` leaves them (a kana's voicing mark dropped: "ご"
 # is "こ"; full-width brackets are ASCII): the tax "消費税(額)", "税額", "消費税等", and a
 # sum's tax stated after it in brackets, "合計(税込)", "小計(税抜)".
-_JA_TAX = r"(?:(?:内|うち)\s*)?(?:消費税(?:及び地方消費税)?(?:等)?(?:額)?|税額)"
+# Two- and three-kanji labels are often set letter-spaced ("合　計", "小 計"): the sheet
+# reads the ideographic space as a space.
+_JA_TAX = r"(?:(?:内|うち)\s*)?(?:消\s?費\s?税(?:及び地方消費税)?(?:等)?(?:額)?|税\s?額)"
 _JA_WITHOUT = r"(?:\(\s*税抜き?\s*\)|税抜き?|外税)"
 _JA_WITH = r"(?:\(\s*税込み?\s*\)|税込み?)"
-_JA_TOTAL = r"(?:総?合計(?:金額|額)?|総額)"
+_JA_TOTAL = r"(?:総?合\s?計(?:金額|額)?|総\s?額)"
 
 
 def _with_tax(word: str) -> str:
@@ -81,7 +83,7 @@ SUM_LABELS: dict[str, list[str]] = {
     "net": [
         _with_tax(_WITHOUT),
         # Japanese "小計", "税抜合計", "税抜金額", "合計(税抜)", "課税対象額".
-        rf"小計(?:\s*{_JA_WITHOUT})?|{_JA_WITHOUT}\s*(?:{_JA_TOTAL}|金額|価格|額|計)|"
+        rf"小\s?計(?:\s*{_JA_WITHOUT})?|{_JA_WITHOUT}\s*(?:{_JA_TOTAL}|金額|価格|額|計)|"
         rf"{_JA_TOTAL}\s*{_JA_WITHOUT}|課税対象額",
         r"sub\s*-?\s*total",
         r"subtotaal",

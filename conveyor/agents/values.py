@@ -384,6 +384,9 @@ _PARENTHESISED = re.compile(r"^\(\s*([^()%]*\d[.,]\d{2}[^()%\d]*|[€$£¥]\s?\d
 _TRAILING_MINUS = re.compile(r"^([^-]*\d[.,]\d{2}(?:\s*[^\W\d_]{1,3}|\s*[€$£¥])?)\s?-$")
 # "12.100,-" and "45.-": a whole amount, its cents written as a dash.
 _NO_CENTS = re.compile(r"(?<=\d)[.,][-\u2013]$")
+# "¥55,000-", "55,000円-": a Japanese whole amount closed by a dash (nothing may be added
+# after it), not a negative one. The yen's sign or kanji must be there.
+_YEN_CLOSED = re.compile(r"^(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?[-\u2013\u2015\u30fc]")
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # minus sign, en dash
 _CELL_NUMBER = re.compile(r"^-?\s*\d[\d.,' ]*$")
 
@@ -398,6 +401,9 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     accounting = _PARENTHESISED.match(text.strip()) or _TRAILING_MINUS.match(text.strip())
     if accounting:
         text = "-" + accounting.group(1)
+    closed = _YEN_CLOSED.match(text.strip())
+    if closed:
+        text = closed.group(1) + text.strip()[closed.end() :]
     stripped = _CELL_NOISE.sub(" ", _NO_CENTS.sub("", text.strip())).translate(_MINUS).strip()
     if not stripped or not _CELL_NUMBER.match(stripped) or "%" in text:
         return None
@@ -523,7 +529,10 @@ def sign_currencies(sign: str) -> frozenset[str]:
 # when the page also prints its code, a sign of its own or its country's name (as a bare
 # "$" is the United States' dollar when the page names them: invoice_currency.currency).
 _SHARED_SIGNS = {
-    "JPY": re.compile(r"\bJPY\b|\u5186|\u65e5\u672c|\b(?:yen|japan)\b", re.IGNORECASE),
+    # Japanese's kana (hiragana, katakana) are no Chinese text's: "¥" among them is the yen.
+    "JPY": re.compile(
+        r"\bJPY\b|\u5186|\u65e5\u672c|\b(?:yen|japan)\b|[\u3041-\u3096\u30a1-\u30fa]", re.IGNORECASE
+    ),
     "INR": re.compile(r"\bINR\b|\u20b9|\bIndia\b"),
     "NIO": re.compile(r"\bNIO\b|c\u00f3rdoba|\bnicaragua\b", re.IGNORECASE),
 }
