@@ -186,6 +186,17 @@ def test_a_japanese_invoice_is_read(calendar: str) -> None:
     assert isinstance(items[0], dict) and items[0]["quantity"] == "1"
 
 
+def test_a_due_date_asked_for_in_a_sentence() -> None:
+    # The date first, then "までに" (by) and the verb: no label names the due date.
+    text = JA_GREGORIAN.replace(
+        "                                               お支払期限：2024年4月30日\n", ""
+    )
+    assert "お支払期限" not in text
+    text += "2024年4月30日（火）までに下記口座へお振込みください。\n"
+    data = text_invoice_data(text)
+    assert (data["issue_date"], data["due_date"]) == ("2024-04-01", "2024-04-30")
+
+
 def test_the_era_calendar() -> None:
     assert era_year("令和", "6") == 2024
     assert era_year("令和", "元") == 2019
@@ -203,6 +214,8 @@ def test_japanese_dates() -> None:
         "令和6年4月1日": datetime.date(2024, 4, 1),
         "令和元年5月1日": datetime.date(2019, 5, 1),
         "平成31年4月30日": datetime.date(2019, 4, 30),
+        "令和6.4.1": datetime.date(2024, 4, 1),
+        "令和元/05/01": datetime.date(2019, 5, 1),
         "発行日2024/04/01": datetime.date(2024, 4, 1),
     }.items():
         found = dates_in(text)
@@ -210,6 +223,7 @@ def test_japanese_dates() -> None:
     # A month's bill ("4月分") and an impossible day are no dates.
     assert dates_in("2024年4月分") == []
     assert dates_in("令和6年2月30日") == []
+    assert dates_in("令和6.4.1.2") == []  # no date: a number of parts
 
 
 def test_japanese_field_labels() -> None:
@@ -226,6 +240,7 @@ def test_japanese_field_labels() -> None:
         "お支払い期日": "due",
         "振込期限": "due",
         "支払期日": "due",
+        "お支払日": "due",
         "納品日": "-date",
         "注文番号": "-number",
         "登録番号：T1234567890123": "-number",

@@ -144,6 +144,8 @@ _JA_ISSUE = ja(
 _JA_DUE = ja(
     # "お支払期限", "お支払い期日", "お振込期限", "振込期日", "ご入金期限", "支払期限日".
     r"(?:お|御|ご)?(?:支払い?|支払|振込み?|振り込み|入金)\s*(?:期限|期日|予定日)(?:日)?",
+    # "お支払日", "支払日": on an invoice, the day it is to be paid.
+    r"(?:お|御)?支払い?日",
 )
 
 # What a value behind each label is. Kinds starting with "-" are labels that must not be

@@ -247,6 +247,14 @@ DATE_PATTERNS = (
             r"(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*日"
         ),
     ),
+    # An era's year with dots or slashes: "令和6.4.1", "令和6/04/01".
+    (
+        "ja",
+        re.compile(
+            r"(?P<era>令和|平成|昭和)\s*(?P<ey>\d{1,2}|元)\s*(?P<sep>[./])\s*(?P<m>\d{1,2})\s*"
+            r"(?P=sep)\s*(?P<d>\d{1,2})(?![\d.,/])"
+        ),
+    ),
 )
 
 # The first year of each Japanese era, less one: its year n is the Gregorian year
@@ -313,7 +321,7 @@ def dates_in(line: str) -> list[DateToken]:
             g = match.groupdict()
             token: DateToken | None = None
             if kind == "ja":
-                year = int(g["y"]) if g["y"] else era_year(g["era"], g["ey"])
+                year = int(g["y"]) if g.get("y") else era_year(g["era"], g["ey"])
                 if year is not None:
                     token = DateToken(match.group(0), _make(year, int(g["m"]), int(g["d"])))
             elif kind in ("iso", "dot"):
