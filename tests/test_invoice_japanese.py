@@ -197,6 +197,50 @@ def test_a_due_date_asked_for_in_a_sentence() -> None:
     assert (data["issue_date"], data["due_date"]) == ("2024-04-01", "2024-04-30")
 
 
+# Prices with their tax in them: the total "(税込)" and the tax it includes, "(内消費税 …)",
+# set in brackets across two cells; a sole trader's name, no legal form, over its address.
+JA_TAX_INCLUDED = """\
+                                   請求書 / INVOICE
+
+株式会社山田商事 様                            No. 000123
+                                               日付：2024年9月1日
+
+                                               山田デザイン
+                                               〒150-0002 東京都渋谷区渋谷2-3-4
+                                               登録番号 T1234567890123
+
+品名                 数量     単価        金額
+ロゴ制作             1        11,000      11,000
+
+合計(税込)                                        ¥11,000
+(内消費税10%                                      ¥1,000)
+
+お支払期限 2024年9月30日
+
+お振込先
+さくら銀行 渋谷支店 普通 7654321
+口座名義 ヤマダデザイン
+
+備考
+恐れ入りますが、振込手数料は貴社にてご負担ください。
+"""
+
+
+def test_a_total_with_the_tax_it_includes() -> None:
+    data = text_invoice_data(JA_TAX_INCLUDED)
+    assert (data["number"], data["issue_date"], data["due_date"]) == (
+        "000123",
+        "2024-09-01",
+        "2024-09-30",
+    )
+    assert party_name(data, "vendor") == "山田デザイン"
+    assert party_name(data, "customer") == "株式会社山田商事"
+    assert (data["subtotal"], data["tax"], data["total"]) == ("10000", "1000", "11000")
+    assert sum_label("(内消費税10%") == ("tax", 5)
+    assert sum_label("（うち消費税") == ("tax", 6)
+    assert cell_amount("¥1,000)", NumberStyle(".", ",")) == Decimal("1000")
+
+
 def test_the_era_calendar() -> None:
     assert era_year("令和", "6") == 2024
     assert era_year("令和", "元") == 2019

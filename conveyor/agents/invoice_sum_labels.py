@@ -68,7 +68,7 @@ _TAX_TOTAL = (
 # sum's tax stated after it in brackets, "合計(税込)", "小計(税抜)".
 # Two- and three-kanji labels are often set letter-spaced ("合　計", "小 計"): the sheet
 # reads the ideographic space as a space.
-_JA_TAX = r"(?:(?:内|うち)\s*)?(?:消\s?費\s?税(?:及び地方消費税)?(?:等)?(?:額)?|税\s?額)"
+_JA_TAX = r"(?:(?:\(\s*)?(?:内|うち)\s*)?(?:消\s?費\s?税(?:及び地方消費税)?(?:等)?(?:額)?|税\s?額)"
 _JA_WITHOUT = r"(?:\(\s*税抜き?\s*\)|税抜き?|外税)"
 _JA_WITH = r"(?:\(\s*税込み?\s*\)|税込み?)"
 _JA_TOTAL = r"(?:総?合\s?計(?:金額|額)?|総\s?額)"

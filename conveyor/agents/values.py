@@ -394,6 +394,7 @@ _TRAILING_MINUS = re.compile(r"^([^-]*\d[.,]\d{2}(?:\s*[^\W\d_]{1,3}|\s*[€$£�
 _NO_CENTS = re.compile(r"(?<=\d)[.,][-\u2013]$")
 # "¥55,000-", "55,000円-": a Japanese whole amount closed by a dash (nothing may be added
 # after it), not a negative one. The yen's sign or kanji must be there.
+_YEN_BRACKETED = re.compile(r"^\s*(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?\)\s*$")
 _YEN_CLOSED = re.compile(r"^(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?[-\u2013\u2015\u30fc]")
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # minus sign, en dash
 _CELL_NUMBER = re.compile(r"^-?\s*\d[\d.,' ]*$")
@@ -412,6 +413,8 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     closed = _YEN_CLOSED.match(text.strip())
     if closed:
         text = closed.group(1) + text.strip()[closed.end() :]
+    # "(内消費税 ¥1,000)" set in two cells: the yen amount with the bracket that closes it.
+    text = _YEN_BRACKETED.sub(r"\1", text)
     stripped = _CELL_NOISE.sub(" ", _NO_CENTS.sub("", text.strip())).translate(_MINUS).strip()
     if not stripped or not _CELL_NUMBER.match(stripped) or "%" in text:
         return None
