@@ -226,6 +226,18 @@ JA_TAX_INCLUDED = """\
 """
 
 
+def test_the_person_in_charge_names_the_buyer_above() -> None:
+    # "ご担当者様" is no buyer's name, but the name over it, without an honorific, is one.
+    text = JA_GREGORIAN.replace("株式会社山田商事 御中   ", "株式会社山田商事        ")
+    text = text.replace(
+        "〒100-0001 東京都千代田区丸の内1-1 ", "経理部 ご担当者様                  "
+    )
+    assert "ご担当者様" in text and "御中" not in text
+    data = text_invoice_data(text)
+    assert party_name(data, "customer") == "株式会社山田商事"
+    assert party_name(data, "vendor") == "有限会社青空デザイン"
+
+
 def test_a_total_with_the_tax_it_includes() -> None:
     data = text_invoice_data(JA_TAX_INCLUDED)
     assert (data["number"], data["issue_date"], data["due_date"]) == (
@@ -356,6 +368,8 @@ def test_the_addressee_legal_forms_and_registration_number() -> None:
     assert ADDRESSEE.match("様") is None
     assert ADDRESSEE.match("お客様") is None  # "the customer": no one's name
     assert ADDRESSEE.match("12345 様") is None
+    assert ADDRESSEE.match("経理部 ご担当者様") is None
+    assert ADDRESSEE.match("ご担当 様") is None
     for name, form in {
         "株式会社山田商事": "株式会社",
         "山田商事株式会社": "株式会社",

@@ -39,6 +39,7 @@ from conveyor.agents.invoice_party_labels import (
     ADDRESSEE,
     ATTENTION,
     HONORIFIC,
+    IN_CHARGE,
     SALUTATION,
     TAX_ID,
     name_label,
@@ -60,6 +61,11 @@ def headings(sheet: Sheet) -> list[Block]:
                 # "株式会社山田商事 御中": a Japanese buyer's name with its honorific heads
                 # the buyer's block (its address under it).
                 found.append(Block("buyer", i, cell, addressee))
+                continue
+            named = _in_charge_of(sheet, i, cell)
+            if named is not None and all(block.cell is not named for block in found):
+                # "経理部 ご担当者様" under a name: the name is the buyer's.
+                found.append(Block("buyer", i - 1, named, named.text.strip()))
                 continue
             heading = party_heading(cell.text)
             if heading is None and ("\u00b7" in cell.text or " / " in cell.text):
@@ -103,6 +109,19 @@ def _addressee(cells: Sequence[Cell], k: int) -> str | None:
         return found.group("name")
     alone = k + 1 < len(cells) and HONORIFIC.match(cells[k + 1].text.strip())
     return text.strip() if alone and ADDRESSEE.match(f"{text} 様") else None
+
+
+def _in_charge_of(sheet: Sheet, index: int, cell: Cell) -> Cell | None:
+    """The cell just above `cell`, in its column, when `cell` is a Japanese buyer's person
+    in charge ("ご担当者様") and that cell is no label: the buyer's name."""
+    if index == 0 or not IN_CHARGE.match(cell.text.strip()):
+        return None
+    above = [c for c in sheet.lines[index - 1].cells if abs(c.x0 - cell.x0) < 6]
+    if not above or sheet.lines[index - 1].page != sheet.lines[index].page:
+        return None
+    text = above[0].text
+    labelled = LABELLED.match(text) or field_label(text) or party_heading(text)
+    return None if labelled or not_a_name(text) else above[0]
 
 
 def _value_column(sheet: Sheet, index: int, cell: Cell, end: int) -> str | None:

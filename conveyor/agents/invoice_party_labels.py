@@ -274,10 +274,13 @@ TAX_ID = re.compile(
 )
 # A Japanese addressee's honorific after its name: "株式会社山田商事 御中" (a company),
 # "山田 太郎 様" (a person), "殿". The name before it is the buyer's; "お客様" (the
-# customer) and "皆様" (everyone) name no one.
+# customer), "皆様" (everyone) and "(経理部) ご担当者様" (whoever deals with it) name no one.
 HONORIFIC = re.compile(r"^(?:御中|様|殿)$")
+# "経理部 ご担当者様": the buyer's person in charge, under the buyer's name.
+IN_CHARGE = re.compile(r"^(?:\S+\s+)?(?:ご|御)?担当(?:者)?\s*(?:様|殿)$")
 ADDRESSEE = re.compile(
-    r"^(?!お客様|皆様|各位)(?P<name>\S*[^\W\d_]\S*(?:\s+\S+)*?)\s*(?:御中|様|殿)\s*$"
+    r"^(?!お客様|皆様|各位)(?P<name>\S*[^\W\d_]\S*(?:\s+\S+)*?)(?<!担当者)(?<!担当)\s*"
+    r"(?:御中|様|殿)\s*$"
 )
 SALUTATION = re.compile(
     r"^(?:herrn?|frau|mr\.?|mrs\.?|ms\.?|mme\.?|m\.|mevr\.?|dhr\.?|sr\.?|sra\.?)$"
