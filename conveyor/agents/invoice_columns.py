@@ -2,9 +2,9 @@
 languages of `invoice_labels` (English, German, French, Dutch, Spanish, Italian,
 Portuguese, Polish, Czech, Slovak, Finnish, Norwegian, Danish, Swedish, Romanian,
 Hungarian, Croatian, Slovene, Lithuanian, Latvian, Estonian, Turkish, Catalan, Greek,
-Bulgarian): the vocabulary of `invoice_table_header`, matched as `invoice_labels` matches labels
-(on folded text, the longest label wins: "Unit price" is one column, not "Unit" and
-"price")."""
+Bulgarian, Japanese): the vocabulary of `invoice_table_header`, matched as
+`invoice_labels` matches labels (on folded text, the longest label wins: "Unit price" is
+one column, not "Unit" and "price")."""
 
 # Greek and Cyrillic letters are the words' own, not look-alikes of Latin ones.
 # ruff: noqa: RUF001, RUF003
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from conveyor.agents.invoice_labels import compile_labels, longest_label
+from conveyor.agents.invoice_labels import compile_labels, ja, longest_label
 
 # Columns of an item table, by their headers.
 COLUMN_LABELS: dict[str, list[str]] = {
@@ -73,6 +73,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"descripcio|concepte",
         r"περιγραφη|αιτιολογια|ειδοσ",
         r"наименование(?:\s*на\s*(?:стоката|услугата))?|описание|стока|услуга",
+        # Japanese "品名", "品目", "商品名", "内容", "摘要", "項目", "明細", "品番・品名".
+        ja(r"(?:品番\s*[・/]?\s*)?品\s?名|品\s?目|商品名|内\s?容|摘\s?要|項\s?目|明\s?細"),
     ],
     "quantity": [
         r"qty\.?",
@@ -110,6 +112,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"cantitate(?:\s*facturata)?|mnozstvi|mnozstvo|mennyiseg|menny\.|kolicina|kol\.",
         r"kiekis|daudzums|kogus|kpl|miktar(?:i)?|quantitat",
         r"ποσοτητα|ποσ\.|количество|к-во|кол\.|кол\s*-\s*во|кількість",
+        # Japanese "数量".
+        ja(r"数\s?量"),
     ],
     "price": [
         r"unit\s*price",
@@ -149,6 +153,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"kaina|(?:uhiku\s*)?hind|(?:yksikko)?hinta|birim\s*fiyat\w*|fiyat|preu(?:\s*unitari)?",
         r"τιμη(?:\s*(?:μοναδασ|μον\.))?",
         r"(?:единична|ед\.)\s*цена|цена",
+        # Japanese "単価".
+        ja(r"単\s?価"),
     ],
     "amount": [
         r"amount",
@@ -187,6 +193,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"(?:mal\s*hizmet\s*)?tutar(?:i)?|import",
         r"αξια|ποσο|συνολο",
         r"стоиност|сума|сумма",
+        # Japanese "金額".
+        ja(r"金\s?額(?:\s*\(\s*税[込抜]\s*\))?"),
     ],
     "rate": [
         r"alv\s*-?\s*%?",
@@ -208,6 +216,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"afa(?:\s*(?:kulcs|%))?|(?:pdv|ddv|pvm|pvn)\s*%?|stop(?:a|nja)(?:\s*(?:pdv|ddv))?",
         r"kdv(?:\s*(?:orani|%))?",
         r"(?:ποσοστο\s*)?φπα(?:\s*%)?|ддс\s*%?",
+        # Japanese "税率".
+        ja(r"税\s?率"),
     ],
     "unit": [
         r"jedn\.?",
@@ -229,6 +239,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"mato\s*vnt\.?|mat\.\s*vnt\.?|vnt\.?|merv\.?|mervieniba|uhik|yksikko|yks\.?|birim",
         r"μοναδα(?:\s*μετρησησ)?|μ\.\s*μ\.|мярка|мерна\s*единица|м\.\s*ед\.?",
         r"ед\.?\s*изм\.?|од\.?\s*вим\.?",
+        # Japanese "単位".
+        ja(r"単\s?位"),
     ],
     "discount": [
         r"rem\.?",
@@ -260,6 +272,9 @@ TABLE_END = re.compile(
     # Payment terms: Romanian "Instrucțiuni de plată", "Condiții de plată".
     r"instructiuni de plata|conditii de plata|modalitate de plata)"
     r"(?![^\W\d_])"
+    # Japanese sums and what follows the table, set without a space before their values
+    # and often letter-spaced: "小計", "合　計", "消費税", "10%対象", "備考", "お振込先".
+    r"|^(?:小\s?計|合\s?計|総\s?額|消\s?費\s?税|税抜|税込|\d{1,2}\s*%\s*対象|備\s?考|(?:お)?振込先)"
 )
 
 _COLUMNS = compile_labels(COLUMN_LABELS)

@@ -43,6 +43,9 @@ _COUNTRY_CURRENCIES = (
         ),
         "EUR",
     ),
+    # Japan by its name, or a page in Japanese: its kana (hiragana, katakana), which no
+    # other language writes.
+    (re.compile(r"\bjapan\b|日本|[\u3041-\u3096\u30a1-\u30fa]", re.IGNORECASE), "JPY"),
 )
 
 

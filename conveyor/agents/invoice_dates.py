@@ -203,6 +203,14 @@ _BY_DATE = re.compile(
 )
 
 
+# "までに" (by) and a verb of paying: "振込", "振り込み", "支払", "入金", after the date and
+# its weekday in brackets: "2024年4月30日(火)までに下記口座へお振込みください".
+_JA_PAY_BY = re.compile(
+    r"^\s*(?:\([^)]{1,3}\)\s*)?まで(?:に)?\s*[、,]?\s*(?:下記.{0,8}[へに]\s*)?(?:お|ご)?"
+    r"(?:振込|振り込|支払|入金)"
+)
+
+
 # Payment terms rather than a request: a term in days ("Zahlbar innerhalb 30 Tagen netto
 # bis 04.07.2018, 3 % Skonto bis ...", "net 30 days") or a cash discount's date beside it.
 # The date there is the term worked out, and the sets' truths (EN 16931's due date, BT-9,
@@ -224,6 +232,11 @@ def _due_in_a_phrase(sheet: Sheet) -> list[tuple[DateToken, float, int]]:
                 if tokens:
                     return [(tokens[0], FAIR, i)]
     for i, line in enumerate(sheet.lines):
+        # Japanese sets the date first: "2024年4月30日までにお振込みください".
+        for token in dates_in(line.text):
+            after = line.text[line.text.index(token.text) + len(token.text) :]
+            if _JA_PAY_BY.match(after):
+                return [(token, FAIR, i)]
         text = fold(line.text)
         verb = _PAY_VERB.search(text)
         if verb is None:

@@ -5,12 +5,14 @@ that are not the invoice's: an order's, a customer's, a delivery's) and its titl
 English, German, French, Dutch, Spanish, Italian, Portuguese, Polish, the Scandinavian
 languages (Norwegian, Danish, Swedish), Romanian, Czech, Slovak, Hungarian, Croatian,
 Slovene, Bulgarian, Lithuanian, Latvian, Estonian, Finnish, Turkish, Catalan, Greek,
-Russian and Ukrainian. The labels of sums are in `invoice_sum_labels`, the headings of the
+Russian, Ukrainian and Japanese. The labels of sums are in `invoice_sum_labels`, the headings of the
 parties' blocks and their marks in `invoice_party_labels`, an item table's column headers
 in `invoice_columns`, legal forms in `legal_forms`.
 
 Labels are matched on folded text (`fold`: lower case, accents dropped, one character
 for one, so that a match's end is an index into the original) at the start of a cell,
+Japanese ones too: its kana lose their voicing marks in the fold ("ご請求" is "こ請求"), and
+`ja` folds a Japanese pattern the same way, so the patterns are written as printed;
 and the longest label of any kind wins: "Totaal bedrag excl. BTW" is the net, not the
 "Totaal" it begins with; "Gesamtbetrag der Zuschläge" is a charge, not "Gesamtbetrag".
 """
@@ -118,6 +120,34 @@ _DATED = [
     + r"facturii|racuna|fakture|szamla|τιμολογιου|фактурата|фактура|saskaitos|rekina|arve)",
 ]
 
+
+def ja(*patterns: str) -> str:
+    """Japanese patterns as `fold` leaves their words (a kana's voicing mark dropped:
+    "ご" is "こ", "デ" is "テ"), written as printed. Their regex syntax is all lower case
+    ASCII, which the fold keeps."""
+    return "|".join(fold(p) for p in patterns)
+
+
+# Japanese invoices (請求書) set a label and its value without a space, often with a
+# full-width colon ("請求日：2024年4月1日"); the sheet reads full-width forms as ASCII and
+# a label's word end lets a digit follow.
+_JA_NUMBER = ja(
+    r"(?:御|ご)?請求書?\s*(?:番号|no\.?|#)",
+    r"伝票\s*(?:番号|no\.?)",
+    r"(?:納品書兼)?請求書\s*no\.?",
+)
+_JA_ISSUE = ja(
+    r"(?:御|ご)?請求(?:書)?\s*(?:発行)?(?:年月日|日付|日)",
+    r"(?:請求書)?発行(?:年月日|日)",
+    r"作成日",
+)
+_JA_DUE = ja(
+    # "お支払期限", "お支払い期日", "お振込期限", "振込期日", "ご入金期限", "支払期限日".
+    r"(?:お|御|ご)?(?:支払い?|支払|振込み?|振り込み|入金)\s*(?:期限|期日|予定日)(?:日)?",
+    # "お支払日", "支払日": on an invoice, the day it is to be paid.
+    r"(?:お|御)?支払い?日",
+)
+
 # What a value behind each label is. Kinds starting with "-" are labels that must not be
 # read as their neighbours' (an order date is not the invoice date).
 FIELD_LABELS: dict[str, list[str]] = {
@@ -156,6 +186,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"fatura\s*(?:no|numarasi|nr)\.?",
         r"(?:αριθμοσ|αρ\.)\s*(?:τιμολογιου|παραστατικου)",
         r"(?:фактура|документ)\s*(?:#|no|номер)\.?|номер\s*(?:на\s*)?(?:фактура(?:та)?|документ)",
+        _JA_NUMBER,
         *_NUMBERED,
     ],
     # A bare number sign, or a serial's ("Serial No. AA.00001"): the invoice's number
@@ -233,6 +264,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"ημερομηνια\s*(?:εκδοσησ|εκδοσεωσ|τιμολογιου|παραστατικου)",
         r"ημ(?:ερ)?\.?\s*/?\s*νια\s*εκδοσησ",
         r"дата\s*на\s*(?:издаване|документа|фактурата)",
+        _JA_ISSUE,
         *_DATED,
     ],
     "date": [
@@ -243,6 +275,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"dated",
         r"dato",
         r"datums|kuupaev|tarih(?:i)?|ημερομηνια|ημ(?:ερ)?\.?\s*/\s*νια|дата",
+        # Japanese "日付", "年月日".
+        ja(r"日\s?付|年月日"),
     ],
     "due": [
         r"due\s*date",
@@ -311,6 +345,7 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"срок\s*(?:за|на)\s*плащане|падеж",
         # Russian "Срок оплаты", "Оплатить до"; Ukrainian "Термін оплати", "Сплатити до".
         r"срок\s*оплаты|оплатить\s*до|термин\s*оплати|сплатити\s*до",
+        _JA_DUE,
     ],
     "-date": [
         r"(?:order|delivery|ship\w*|service|po|purchase\s*order|performance)\s*date",
@@ -338,6 +373,9 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"(?:sevk|siparis|irsaliye)\s*tarihi",
         r"ημερομηνια\s*(?:αποστολησ|παραγγελιασ)",
         r"дата\s*на\s*(?:данъчно\s*събитие|доставка)",
+        # Japanese delivery, order, shipping and service dates: "納品日", "納期", "受注日",
+        # "注文日", "発注日", "出荷日", "作業日".
+        ja(r"納品日|納期|注文日|受注日|発注日|出荷日|作業日|検収日"),
     ],
     "-number": [
         r"(?:customer|client|account|order|po|purchase\s*order|delivery|tax|vat|contract)"
@@ -367,6 +405,12 @@ FIELD_LABELS: dict[str, list[str]] = {
         # Portugal's taxpayer number: "Nº de contribuinte".
         r"(?:n\s*\.?\s*[o°º]|numero)\s*(?:de\s*)?contribuinte",
         r"(?:siparis|musteri|vergi)\s*(?:no|numarasi)\.?",
+        # Japanese registration (the qualified-invoice "登録番号"), order, customer,
+        # delivery-note, account, corporate and telephone numbers.
+        ja(
+            r"(?:適格請求書発行事業者)?登録番号",
+            r"(?:注文|発注|受注|顧客|お客様|得意先|納品書|口座|法人|電話|取引先)\s*(?:番号|no\.?|コード)",
+        ),
     ],
 }
 
@@ -380,7 +424,13 @@ TITLE = re.compile(
     # "Фактура".
     r"szamla|racun|(?:pvm\s*)?saskaita(?:\s*-?\s*faktura)?|rekins|arve|τιμολογιο|αποδειξη|фактура|"
     # Turkey's electronic invoices ("e-Fatura", "e-Arşiv Fatura"), Russia's "Счёт-фактура".
-    r"e\s*-?\s*(?:arsiv\s*)?fatura|счет(?:\s*-?\s*фактура)?)" + WORD_END
+    r"e\s*-?\s*(?:arsiv\s*)?fatura|счет(?:\s*-?\s*фактура)?|"
+    # Japanese "請求書", "御請求書" (set letter-spaced too: "請 求 書"), "納品書兼請求書"
+    # (a delivery note that is the invoice), "領収書" (a receipt). A bare "納品書" is a
+    # delivery note: no invoice's title.
+    + ja(r"(?:御|ご)?\s*請\s*求\s*書", r"納品書兼請求書", r"領\s*収\s*書")
+    + r")"
+    + WORD_END
 )
 
 

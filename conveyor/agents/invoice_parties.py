@@ -36,7 +36,10 @@ from conveyor.agents.invoice_marks import (
     not_a_name,
 )
 from conveyor.agents.invoice_party_labels import (
+    ADDRESSEE,
     ATTENTION,
+    HONORIFIC,
+    IN_CHARGE,
     SALUTATION,
     TAX_ID,
     name_label,
@@ -52,7 +55,18 @@ __all__ = ["Party", "parties"]
 def headings(sheet: Sheet) -> list[Block]:
     found = []
     for i, line in enumerate(sheet.lines):
-        for cell in line.cells:
+        for k, cell in enumerate(line.cells):
+            addressee = _addressee(line.cells, k)
+            if addressee:
+                # "株式会社山田商事 御中": a Japanese buyer's name with its honorific heads
+                # the buyer's block (its address under it).
+                found.append(Block("buyer", i, cell, addressee))
+                continue
+            named = _in_charge_of(sheet, i, cell)
+            if named is not None and all(block.cell is not named for block in found):
+                # "経理部 ご担当者様" under a name: the name is the buyer's.
+                found.append(Block("buyer", i - 1, named, named.text.strip()))
+                continue
             heading = party_heading(cell.text)
             if heading is None and ("\u00b7" in cell.text or " / " in cell.text):
                 heading = _second_name(cell.text)
@@ -82,6 +96,32 @@ def headings(sheet: Sheet) -> list[Block]:
                 # tax id's label ("Customer VAT ID:" alone) heads no block.
                 found.append(Block(kind, i, cell, ""))
     return found
+
+
+def _addressee(cells: Sequence[Cell], k: int) -> str | None:
+    """The name in cell `k` when a Japanese honorific ends it or stands alone in the next
+    cell ("株式会社山田商事 御中", "山田商事  様"), and it is no label."""
+    text = cells[k].text
+    if LABELLED.match(text) or HONORIFIC.match(text.strip()):
+        return None
+    found = ADDRESSEE.match(text)
+    if found:
+        return found.group("name")
+    alone = k + 1 < len(cells) and HONORIFIC.match(cells[k + 1].text.strip())
+    return text.strip() if alone and ADDRESSEE.match(f"{text} 様") else None
+
+
+def _in_charge_of(sheet: Sheet, index: int, cell: Cell) -> Cell | None:
+    """The cell just above `cell`, in its column, when `cell` is a Japanese buyer's person
+    in charge ("ご担当者様") and that cell is no label: the buyer's name."""
+    if index == 0 or not IN_CHARGE.match(cell.text.strip()):
+        return None
+    above = [c for c in sheet.lines[index - 1].cells if abs(c.x0 - cell.x0) < 6]
+    if not above or sheet.lines[index - 1].page != sheet.lines[index].page:
+        return None
+    text = above[0].text
+    labelled = LABELLED.match(text) or field_label(text) or party_heading(text)
+    return None if labelled or not_a_name(text) else above[0]
 
 
 def _value_column(sheet: Sheet, index: int, cell: Cell, end: int) -> str | None:
@@ -420,9 +460,13 @@ def _address_after(cells: list[tuple[int, Cell]], j: int) -> str | None:
     return ", ".join(parts) or None
 
 
-_VAT_ID = re.compile(r"\b([A-Z]{2}\s?[0-9A-Z][0-9A-Z .]{6,16}[0-9A-Z])\b")
-# The tax id's word begins a word: "USt-IdNr.", "VAT", not "Austria", "Industrie", "private".
-_VAT_WORD = re.compile(r"(?i)\b(?:ust|vat|tva|btw|iva|mwst|uid)")
+# And Japan's qualified-invoice registration number: "T" and 13 digits.
+_VAT_ID = re.compile(
+    r"\b([A-Z]{2}\s?[0-9A-Z][0-9A-Z .]{6,16}[0-9A-Z])\b|(?<![0-9A-Za-z])(T\d{13})(?!\d)"
+)
+# The tax id's word begins a word: "USt-IdNr.", "VAT", not "Austria", "Industrie", "private";
+# Japanese "登録番号" follows other words without a space.
+_VAT_WORD = re.compile(r"(?i)\b(?:ust|vat|tva|btw|iva|mwst|uid)|登録番号")
 
 
 def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
@@ -433,8 +477,9 @@ def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
         if not _VAT_WORD.search(cell.text):
             continue
         for match in _VAT_ID.finditer(cell.text):
-            if sum(ch.isdigit() for ch in match.group(1)) >= 6:
-                return match.group(1).strip()
+            found = match.group(1) or match.group(2)
+            if sum(ch.isdigit() for ch in found) >= 6:
+                return found.strip()
     return None
 
 

@@ -5,7 +5,7 @@ labels of a party's name, an addressee's "Attention:", a salutation and the word
 and register numbers, in English, German, French, Dutch, Spanish, Italian, Portuguese,
 Polish, the Scandinavian languages (Norwegian, Danish, Swedish), Romanian, Czech, Slovak,
 Hungarian, Croatian, Slovene, Bulgarian, Lithuanian, Latvian, Estonian, Finnish, Turkish,
-Catalan, Greek, Russian and Ukrainian; matched as every label is (`invoice_labels`: folded
+Catalan, Greek, Russian, Ukrainian and Japanese; matched as every label is (`invoice_labels`: folded
 text, the longest label of any kind wins).
 """
 
@@ -22,6 +22,7 @@ from conveyor.agents.invoice_labels import (
     compile_labels,
     field_label,
     fold,
+    ja,
     longest_label,
 )
 
@@ -95,6 +96,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"доставчик|продавач|издател|изпълнител",
         # Russian "Поставщик", "Продавец", "Исполнитель"; Ukrainian "Постачальник".
         r"поставщик|продавец|исполнитель|постачальник|продавець|виконавець",
+        # Japanese "請求元", "発行元", "発行者", "販売元", "差出人".
+        ja(r"請求元|発行元|発行者|販売元|差出人"),
     ],
     "buyer": [
         r"(?:customer|client|buyer)\s*name",
@@ -182,9 +185,13 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"получател|купувач|клиент|възложител",
         # Russian "Покупатель", "Заказчик", "Плательщик"; Ukrainian "Покупець", "Замовник".
         r"покупатель|заказчик|плательщик|покупець|замовник|платник",
+        # Japanese "(ご)請求先", "宛先", "宛名".
+        ja(r"(?:ご|御)?請求先|宛先|宛名"),
     ],
     "other": [
         r"ship\s*to",
+        # Japanese "納品先", "送付先", "お届け先", "配送先".
+        ja(r"納品先|送付先|お届け先|配送先"),
         r"deliver(?:y|ed)?\s*(?:to|address)",
         r"shipping\s*address",
         r"(?:abweichender\s*)?warenempfanger",
@@ -260,7 +267,20 @@ TAX_ID = re.compile(
     r"davcna\s*stevilka|pvm\s*(?:moketojo\s*)?kodas|pvn\s*reg|registrikood|y\s*-?\s*tunnus|"
     r"vergi\s*(?:dairesi|no|numarasi|kimlik)|ин\s*по\s*ддс|α\.φ\.μ|δ\.ο\.υ|"
     # Russia's "ИНН", "КПП", "ОГРН"; Ukraine's "ЄДРПОУ", "ІПН".
-    r"\b(?:инн|кпп|огрн|єдрпоу|іпн)\b)",
+    r"\b(?:инн|кпп|огрн|єдрпоу|іпн)\b|"
+    # Japan's qualified-invoice registration number, "(適格請求書発行事業者)登録番号" (T and
+    # 13 digits), and its corporate number, "法人番号".
+    r"(?:適格請求書発行事業者\s*)?登録番号|法人番号)",
+)
+# A Japanese addressee's honorific after its name: "株式会社山田商事 御中" (a company),
+# "山田 太郎 様" (a person), "殿". The name before it is the buyer's; "お客様" (the
+# customer), "皆様" (everyone) and "(経理部) ご担当者様" (whoever deals with it) name no one.
+HONORIFIC = re.compile(r"^(?:御中|様|殿)$")
+# "経理部 ご担当者様": the buyer's person in charge, under the buyer's name.
+IN_CHARGE = re.compile(r"^(?:\S+\s+)?(?:ご|御)?担当(?:者)?\s*(?:様|殿)$")
+ADDRESSEE = re.compile(
+    r"^(?!お客様|皆様|各位)(?P<name>\S*[^\W\d_]\S*(?:\s+\S+)*?)(?<!担当者)(?<!担当)\s*"
+    r"(?:御中|様|殿)\s*$"
 )
 SALUTATION = re.compile(
     r"^(?:herrn?|frau|mr\.?|mrs\.?|ms\.?|mme\.?|m\.|mevr\.?|dhr\.?|sr\.?|sra\.?)$"

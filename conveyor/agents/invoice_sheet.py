@@ -47,12 +47,26 @@ def _rotated(line: Line) -> bool:
 
 # The hyphens of Unicode that are no minus and no dash: a font may print a number or a
 # date with them ("IOPOLE\u2010jdz7", "18\u201008\u20102026"), where a reader looks for "-".
-_HYPHENS = str.maketrans({"\u2010": "-", "\u2011": "-"})
+# And the full-width forms of East Asian text (U+FF01-U+FF5E: its digits, colon, brackets
+# and Latin letters), read as the ASCII characters they are NFKC-equivalent to, the
+# full-width yen sign as the yen sign and the ideographic space as a space: one character
+# for one, so that positions in the text stay.
+_HYPHENS = str.maketrans(
+    {
+        "\u2010": "-",
+        "\u2011": "-",
+        "\uffe5": "\u00a5",
+        "\u3000": " ",
+        **{chr(code): chr(code - 0xFEE0) for code in range(0xFF01, 0xFF5F)},
+    }
+)
+_PLAIN = re.compile("[\u2010\u2011\u3000\uff01-\uff5e\uffe5]")
 
 
 def _plain_hyphens(page: PageLayout) -> PageLayout:
-    """The page with its words' Unicode hyphens (U+2010, U+2011) read as "-"."""
-    if not any("\u2010" in w.text or "\u2011" in w.text for w in page.words):
+    """The page with its words' Unicode hyphens (U+2010, U+2011) read as "-", and their
+    full-width forms as ASCII."""
+    if not any(_PLAIN.search(w.text) for w in page.words):
         return page
     words = tuple(replace(w, text=w.text.translate(_HYPHENS)) for w in page.words)
     return replace(page, words=words)

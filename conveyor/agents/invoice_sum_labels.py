@@ -4,8 +4,8 @@ The kinds of sum (net, items, tax, gross, amount due, charges, discounts, taxes 
 and the labels that are no sum (a payment, a rounding, a tax's base), in English, German,
 French, Dutch, Spanish, Italian, Portuguese, Polish, the Scandinavian languages
 (Norwegian, Danish, Swedish), Romanian, Czech, Slovak, Hungarian, Croatian, Slovene,
-Bulgarian, Lithuanian, Latvian, Estonian, Finnish, Turkish, Catalan, Greek, Russian and
-Ukrainian. `invoice_labels.sum_label` matches them as every label is matched (folded
+Bulgarian, Lithuanian, Latvian, Estonian, Finnish, Turkish, Catalan, Greek, Russian,
+Ukrainian and Japanese. `invoice_labels.sum_label` matches them as every label is matched (folded
 text, the longest label of any kind wins).
 """
 
@@ -63,6 +63,17 @@ _TAX_TOTAL = (
 )
 
 
+# Japanese sums, as `invoice_labels.fold` leaves them (a kana's voicing mark dropped: "ご"
+# is "こ"; full-width brackets are ASCII): the tax "消費税(額)", "税額", "消費税等", and a
+# sum's tax stated after it in brackets, "合計(税込)", "小計(税抜)".
+# Two- and three-kanji labels are often set letter-spaced ("合　計", "小 計"): the sheet
+# reads the ideographic space as a space.
+_JA_TAX = r"(?:(?:\(\s*)?(?:内|うち)\s*)?(?:消\s?費\s?税(?:及び地方消費税)?(?:等)?(?:額)?|税\s?額)"
+_JA_WITHOUT = r"(?:\(\s*税抜き?\s*\)|税抜き?|外税)"
+_JA_WITH = r"(?:\(\s*税込み?\s*\)|税込み?)"
+_JA_TOTAL = r"(?:総?合\s?計(?:金額|額)?|総\s?額)"
+
+
 def _with_tax(word: str) -> str:
     # In parentheses only after the sum's word: "(ekskl. mva)" alone qualifies a column.
     return rf"(?:{_SUM_WORD}\s*\(?\s*{word}\s*{_TAX_WORD}\s*\)?|{word}\s*{_TAX_WORD})"
@@ -71,6 +82,9 @@ def _with_tax(word: str) -> str:
 SUM_LABELS: dict[str, list[str]] = {
     "net": [
         _with_tax(_WITHOUT),
+        # Japanese "小計", "税抜合計", "税抜金額", "合計(税抜)", "課税対象額".
+        rf"小\s?計(?:\s*{_JA_WITHOUT})?|{_JA_WITHOUT}\s*(?:{_JA_TOTAL}|金額|価格|額|計)|"
+        rf"{_JA_TOTAL}\s*{_JA_WITHOUT}|課税対象額",
         r"sub\s*-?\s*total",
         r"subtotaal",
         r"net\s*(?:amount|total|value|sum)",
@@ -138,6 +152,9 @@ SUM_LABELS: dict[str, list[str]] = {
         rf"{_SUM_WORD}\s*(?:der\s*|de\s*(?:la\s*)?|del\s*)?{_TAX_WORD}",
         r"(?:total\s*)?(?:sales\s*)?tax(?:es)?(?:\s*(?:total|amount))?",
         r"vat(?:\s*(?:total|amount))?",
+        # Japanese "消費税", "消費税額", "税額", "内消費税" (the tax a sum includes),
+        # "消費税(10%)", "10%対象消費税".
+        rf"(?:\d{{1,2}}\s*%\s*対象\s*)?{_JA_TAX}(?:\s*合計)?",
         r"total\s*(?:vat|tax|taxes|tva|iva|gst)",
         r"gst|hst|pst|qst",
         r"[csiu]t?gst",
@@ -182,6 +199,8 @@ SUM_LABELS: dict[str, list[str]] = {
     ],
     "gross": [
         _with_tax(_WITH),
+        # Japanese "合計", "合計金額", "総合計", "総額", "税込合計", "合計(税込)", "税込金額".
+        rf"{_JA_TOTAL}(?:\s*{_JA_WITH})?|{_JA_WITH}\s*(?:{_JA_TOTAL}|金額|価格|額|計)",
         r"grand\s*total",
         r"invoice\s*total",
         r"total\s*amount",
@@ -244,6 +263,9 @@ SUM_LABELS: dict[str, list[str]] = {
     ],
     "due": [
         r"amount\s*due",
+        # Japanese "ご請求金額", "御請求額", "請求金額", "今回ご請求額", "お支払金額", "差引請求額".
+        r"(?:今回\s*)?(?:こ|御)?請求(?:金)?額(?:\s*合計)?(?:\s*\(\s*税込み?\s*\))?|"
+        r"(?:お|御)?支払い?(?:金)?額|差引\s*(?:こ)?請求(?:金)?額",
         r"fallige[rns]?\s*(?:betrag|summe)(?:\s*brutto)?",
         r"total\s*amount\s*due",
         r"balance\s*due",
@@ -374,6 +396,11 @@ SUM_LABELS: dict[str, list[str]] = {
         r"baza\s*(?:de\s*)?calcul",
         r"suma\s*platita|avans\w*|zaloha|uhrazeno|fizetve|odenen|placeno|placano",
         r"rotunjire|zaokrouhleni|kerekites|zaokruzivanje|yuvarlama|στρογγυλοποιηση",
+        # A Japanese tax rate's base ("10%対象", "8%対象(軽減税率)", "対象額"), what was
+        # paid ("前回ご請求額", "ご入金額", "入金済"), a carried balance ("繰越金額"), a
+        # rounding ("端数調整").
+        r"(?:\d{1,2}\s*%\s*)?対象(?:額|金額)?(?:\s*\(?\s*軽減税率\s*\)?)?|軽減税率対象",
+        r"前回\s*(?:こ|御)?請求(?:金)?額|(?:こ|御)?入金(?:額|済)|繰越(?:金)?額|端数調整",
     ],
 }
 

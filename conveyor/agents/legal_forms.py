@@ -7,7 +7,8 @@ Two forms of the same words:
   contract reader asks it of a name's last word ("Acme Holdings, Inc.").
 """
 
-# Greek and Cyrillic letters are the forms' own, not look-alikes of Latin ones.
+# Greek and Cyrillic letters are the forms' own, not look-alikes of Latin ones; Japanese
+# brackets are full-width.
 # ruff: noqa: RUF001, RUF003
 
 from __future__ import annotations
@@ -128,10 +129,17 @@ _FORMS = (
     r"ет",
     r"ооо",
 )
+# Japan's forms, set before or after the name and with no space beside it ("株式会社山田商事",
+# "山田商事株式会社"), and their abbreviations: "(株)", "㈱", "(有)", "㈲", "(同)".
+_JAPANESE = (
+    r"株式会社|有限会社|合同会社|合名会社|合資会社|一般社団法人|一般財団法人|"
+    r"[(（]\s*[株有同]\s*[)）]|[㈱㈲]"
+)
 _ANY = "|".join(_FORMS)
 
-LEGAL_FORM = re.compile(r"(?<![\w.])(?:" + _ANY + r")(?!\w)", re.IGNORECASE)
-_WHOLE = re.compile(r"(?:" + _ANY + r")", re.IGNORECASE)
+LEGAL_FORM = re.compile(r"(?<![\w.])(?:" + _ANY + r")(?!\w)|(?:" + _JAPANESE + ")", re.IGNORECASE)
+_WHOLE = re.compile(r"(?:" + _ANY + "|" + _JAPANESE + r")", re.IGNORECASE)
+_JAPANESE_FORM = re.compile(_JAPANESE)
 
 # Forms that are also ordinary words of running text ("as", "company", German "ab",
 # French "se"): in a contract's prose they are words, and a bare defined term such as
@@ -145,7 +153,13 @@ _A_WORD = re.compile(r"[^\W\d_]{2,}")
 def name_forms(text: str) -> list[re.Match[str]]:
     """The legal forms in `text` that end a name: each after a word of letters. "1012 AB
     Amsterdam" holds the Swedish "AB", but after a postcode, not after a name."""
-    return [form for form in LEGAL_FORM.finditer(text) if _A_WORD.search(text[: form.start()])]
+    return [
+        form
+        for form in LEGAL_FORM.finditer(text)
+        if _A_WORD.search(text[: form.start()])
+        # A Japanese form may stand first too: "株式会社山田商事".
+        or (_JAPANESE_FORM.fullmatch(form.group(0)) and _A_WORD.match(text, form.end()))
+    ]
 
 
 def is_legal_form(words: str) -> bool:

@@ -17,11 +17,18 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+# The kana and ideographs of Japanese (and Chinese) text, and the half-width katakana:
+# letters to Python's regex, but a script that sets a number without a space beside its
+# words ("合計110,000円", "税込1,100"). Next to these, a number still stands alone.
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+# A letter or digit of a word, not of those scripts.
+_LETTER = rf"[^\W{CJK}]"
+
 # An amount as printed: groups of three with , . ' or a space, and 0-2 decimals.
 AMOUNT = re.compile(
-    r"(?<![\w.,'])-?"
+    rf"(?<![.,'])(?<!{_LETTER})-?"
     r"(?:\d{1,3}(?:(?P<sep>[,.' ])\d{3})(?:(?P=sep)\d{3})*|\d+)"
-    r"(?:[.,]\d{1,2})?(?![\w'])"
+    rf"(?:[.,]\d{{1,2}})?(?!'|{_LETTER})"
 )
 _DECIMAL_TAIL = re.compile(r"[.,](\d{1,2})$")
 # Typographic grouping characters, as locales print them (CLDR): the right single quote of
@@ -110,7 +117,8 @@ def _amount_pattern(style: NumberStyle) -> re.Pattern[str]:
     if pattern is None:
         t, d = re.escape(style.thousands), re.escape(style.decimal)
         pattern = re.compile(
-            rf"(?<![\w.,'/-])-?(?:\d{{1,3}}(?:{t}\d{{3}})+|\d+)(?:{d}\d{{1,2}})?(?![\w/]|[.,]\d)"
+            rf"(?<![.,'/-])(?<!{_LETTER})-?(?:\d{{1,3}}(?:{t}\d{{3}})+|\d+)(?:{d}\d{{1,2}})?"
+            rf"(?![/]|{_LETTER}|[.,]\d)"
         )
         _PATTERNS[style] = pattern
     return pattern
@@ -130,6 +138,8 @@ SIGNS = {
     "€": "EUR",
     "£": "GBP",
     "¥": "JPY",
+    # The yen's kanji, after the amount: "1,234円".
+    "円": "JPY",
     "$": "USD",
 }
 _CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
@@ -175,20 +185,24 @@ LANGUAGES = [
     "ru", "uk",
 ]  # fmt: skip
 _MONTH = r"(?P<mon>[^\W\d_]{3,12})\.?"
+# A numeric date's edges: no letter or digit beside it, but Japanese may set its words
+# against it ("発行日2024/04/01").
+_B = rf"(?<!{_LETTER})"
+_E = rf"(?!{_LETTER})"
 DATE_PATTERNS = (
     # ISO 8601, alone or with its time ("2017-07-05T09:09:23").
-    ("iso", re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?:\b|(?=T\d))")),
-    ("iso", re.compile(r"\b(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})\b")),
+    ("iso", re.compile(_B + r"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})(?:" + _E + r"|(?=T\d))")),
+    ("iso", re.compile(_B + r"(?P<y>\d{4})/(?P<m>\d{1,2})/(?P<d>\d{1,2})" + _E)),
     # Year first with dots, as Hungarian, Korean and Lithuanian print it ("2024.03.04.",
     # "2024. 03. 04.").
-    ("iso", re.compile(r"\b(?P<y>\d{4})\.\s?(?P<m>\d{1,2})\.\s?(?P<d>\d{1,2})\b\.?")),
+    ("iso", re.compile(_B + r"(?P<y>\d{4})\.\s?(?P<m>\d{1,2})\.\s?(?P<d>\d{1,2})" + _E + r"\.?")),
     # "19.5.2024", and with a space after each dot as Czech and Slovak print it ("19. 5. 2024").
-    ("dot", re.compile(r"\b(?P<d>\d{1,2})\.\s?(?P<m>\d{1,2})\.\s?(?P<y>\d{4})\b")),
+    ("dot", re.compile(_B + r"(?P<d>\d{1,2})\.\s?(?P<m>\d{1,2})\.\s?(?P<y>\d{4})" + _E)),
     # "04.03.24": German day, month and a two-digit year (read in this century).
     ("dot", re.compile(r"(?<![\d.,])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{2})(?![\d.,]|\.\d)")),
     # "19/5/2024", and with spaces around the slashes: "19 / 5 / 2024".
-    ("slash", re.compile(r"\b(?P<a>\d{1,2})\s?/\s?(?P<b>\d{1,2})\s?/\s?(?P<y>\d{4})\b")),
-    ("slash", re.compile(r"\b(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})\b")),
+    ("slash", re.compile(_B + r"(?P<a>\d{1,2})\s?/\s?(?P<b>\d{1,2})\s?/\s?(?P<y>\d{4})" + _E)),
+    ("slash", re.compile(_B + r"(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})" + _E)),
     # "22/10/21": a two-digit year, read in this century (tried after the four-digit forms).
     ("slash", re.compile(r"(?<![\d/.,])(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{2})(?![\d/.,])")),
     ("mdy", re.compile(rf"\b{_MONTH}\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s*,?\s+(?P<y>\d{{4}})\b")),
@@ -224,7 +238,40 @@ DATE_PATTERNS = (
         "ydm",
         re.compile(rf"\b(?P<y>\d{{4}})\.?\s*(?:gada|g\.)\s*(?P<d>\d{{1,2}})\.\s*{_MONTH}"),
     ),
+    # Japanese: the year, month and day each with its kanji, "2024年4月1日", or the year of
+    # an era, "令和6年4月1日", "令和元年5月1日" (see `era_year`).
+    (
+        "ja",
+        re.compile(
+            r"(?<!\d)(?:(?P<y>\d{4})|(?P<era>令和|平成|昭和)\s*(?P<ey>\d{1,2}|元))\s*年\s*"
+            r"(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*日"
+        ),
+    ),
+    # An era's year with dots or slashes: "令和6.4.1", "令和6/04/01".
+    (
+        "ja",
+        re.compile(
+            r"(?P<era>令和|平成|昭和)\s*(?P<ey>\d{1,2}|元)\s*(?P<sep>[./])\s*(?P<m>\d{1,2})\s*"
+            r"(?P=sep)\s*(?P<d>\d{1,2})(?![\d.,/])"
+        ),
+    ),
 )
+
+# The first year of each Japanese era, less one: its year n is the Gregorian year
+# offset + n (令和 began on 1 May 2019, 平成 on 8 January 1989, 昭和 on 25 December 1926).
+_ERAS = {"令和": 2018, "平成": 1988, "昭和": 1925}
+
+
+def era_year(era: str, year: str) -> int | None:
+    """The Gregorian year of the year `year` of the Japanese era `era` ("元" is its first
+    year): 令和6 is 2024, 令和元 is 2019, 平成31 is 2019. dateparser (1.5) reads
+    "2024年4月1日" but no era's year, and the reader reads numeric dates with its own
+    patterns (DATE_PATTERNS), not dateparser's: so the era calendar is here."""
+    offset = _ERAS.get(era)
+    if offset is None:
+        return None
+    number = 1 if year == "元" else int(year) if year.isdigit() else 0
+    return offset + number if number >= 1 else None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -273,7 +320,11 @@ def dates_in(line: str) -> list[DateToken]:
                 continue
             g = match.groupdict()
             token: DateToken | None = None
-            if kind in ("iso", "dot"):
+            if kind == "ja":
+                year = int(g["y"]) if g.get("y") else era_year(g["era"], g["ey"])
+                if year is not None:
+                    token = DateToken(match.group(0), _make(year, int(g["m"]), int(g["d"])))
+            elif kind in ("iso", "dot"):
                 year = int(g["y"]) + (2000 if len(g["y"]) == 2 else 0)
                 token = DateToken(match.group(0), _make(year, int(g["m"]), int(g["d"])))
             elif kind == "slash":
@@ -328,7 +379,9 @@ _CELL_NOISE = re.compile(
     # "S/" and "S/.": the Peruvian sol's sign.
     # A code glued to its amount ("USD1,234.00") only when it is a currency's.
     r"(?:\b(?:[A-Z]{3})\b|\b(?:" + "|".join(CODES) + r")(?=\d)|\b[A-Z]{1,3}\$|"
-    r"[€£$¥₹]|\bRs\.?|zł|\bCHF\b|\bkr\b|\bK[čc]\b|\bS/\.?|"
+    r"[€£$¥₹円]|\bRs\.?|zł|"
+    # Japanese "(税込)", "(税抜)", "税込": whether the amount includes the tax.
+    r"\(?\s*税[込抜]み?\s*\)?|\bCHF\b|\bkr\b|\bK[čc]\b|\bS/\.?|"
     # A currency's name, in any case ("152,00 Euro", "EURO 5,00", "12.50 dollars").
     r"\b(?:euros?|dollars?|pounds?|francs?|franken|pesos?|reais|rupees?|kron(?:or|er|en?))\b|"
     r"(?<=\d)\s+[A-Z]$|" + _TEX_EURO.pattern + ")",
@@ -339,6 +392,10 @@ _PARENTHESISED = re.compile(r"^\(\s*([^()%]*\d[.,]\d{2}[^()%\d]*|[€$£¥]\s?\d
 _TRAILING_MINUS = re.compile(r"^([^-]*\d[.,]\d{2}(?:\s*[^\W\d_]{1,3}|\s*[€$£¥])?)\s?-$")
 # "12.100,-" and "45.-": a whole amount, its cents written as a dash.
 _NO_CENTS = re.compile(r"(?<=\d)[.,][-\u2013]$")
+# "¥55,000-", "55,000円-": a Japanese whole amount closed by a dash (nothing may be added
+# after it), not a negative one. The yen's sign or kanji must be there.
+_YEN_BRACKETED = re.compile(r"^\s*(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?\)\s*$")
+_YEN_CLOSED = re.compile(r"^(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?[-\u2013\u2015\u30fc]")
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # minus sign, en dash
 _CELL_NUMBER = re.compile(r"^-?\s*\d[\d.,' ]*$")
 
@@ -353,6 +410,11 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     accounting = _PARENTHESISED.match(text.strip()) or _TRAILING_MINUS.match(text.strip())
     if accounting:
         text = "-" + accounting.group(1)
+    closed = _YEN_CLOSED.match(text.strip())
+    if closed:
+        text = closed.group(1) + text.strip()[closed.end() :]
+    # "(内消費税 ¥1,000)" set in two cells: the yen amount with the bracket that closes it.
+    text = _YEN_BRACKETED.sub(r"\1", text)
     stripped = _CELL_NOISE.sub(" ", _NO_CENTS.sub("", text.strip())).translate(_MINUS).strip()
     if not stripped or not _CELL_NUMBER.match(stripped) or "%" in text:
         return None
@@ -478,7 +540,10 @@ def sign_currencies(sign: str) -> frozenset[str]:
 # when the page also prints its code, a sign of its own or its country's name (as a bare
 # "$" is the United States' dollar when the page names them: invoice_currency.currency).
 _SHARED_SIGNS = {
-    "JPY": re.compile(r"\bJPY\b|\u5186|\u65e5\u672c|\b(?:yen|japan)\b", re.IGNORECASE),
+    # Japanese's kana (hiragana, katakana) are no Chinese text's: "¥" among them is the yen.
+    "JPY": re.compile(
+        r"\bJPY\b|\u5186|\u65e5\u672c|\b(?:yen|japan)\b|[\u3041-\u3096\u30a1-\u30fa]", re.IGNORECASE
+    ),
     "INR": re.compile(r"\bINR\b|\u20b9|\bIndia\b"),
     "NIO": re.compile(r"\bNIO\b|c\u00f3rdoba|\bnicaragua\b", re.IGNORECASE),
 }
