@@ -6,6 +6,7 @@ in SQL (or use a short window) instead of sleeping."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from typing import Any
 
@@ -485,3 +486,27 @@ async def _running(conn: Any) -> list[Any]:
 class _Claimed:
     def __init__(self, task_id: int, attempt: int) -> None:
         self.id, self.attempt = task_id, attempt
+
+
+async def test_a_limited_agents_tasks_beyond_the_free_slots_start_as_slots_free(
+    settings: Settings,
+) -> None:
+    """A limited agent's tasks are claimed for the free slots alone; a claim held to them
+    comes back short although more wait, and those are claimed as the slots free, not at
+    the next poll (once, each claim after the first waited the poll interval: a limited
+    agent of quick tasks drained at 15 a second on 16 slots). The poll interval here is
+    far longer than the whole run may take, so a claim that waited for it fails the test."""
+    app = App(settings=dataclasses.replace(settings, poll_interval=600.0))
+    app.agent("roomy", max_concurrent=1000)(_noop)
+    await app.database()
+    try:
+        ids = await app.enqueue_many_async([NewTask("roomy", {})] * 12)
+        async with Running(Worker(app, concurrency=2)):
+            for task_id in ids:
+                await wait_for(
+                    lambda task_id=task_id: _status(app, task_id, TaskStatus.COMPLETED),
+                    timeout=60,
+                    what=f"task {task_id}, claimed as a slot freed",
+                )
+    finally:
+        await app.aclose()
