@@ -510,3 +510,25 @@ async def test_a_limited_agents_tasks_beyond_the_free_slots_start_as_slots_free(
                 )
     finally:
         await app.aclose()
+
+
+async def test_a_capped_agents_next_task_starts_as_its_last_one_ends(settings: Settings) -> None:
+    """Room under an agent's limit comes back when one of its attempts ends, which no
+    NOTIFY announces: the exchange that writes the outcome claims too (once, the next task
+    waited for the poll interval: an agent capped at 3 ran 3 quick tasks a second). With
+    a poll interval far longer than the run may take, six tasks through a concurrency of 1
+    on four slots must each be claimed as the one before ends."""
+    app = App(settings=dataclasses.replace(settings, poll_interval=600.0))
+    app.agent("single", max_concurrent=1)(_noop)
+    await app.database()
+    try:
+        ids = await app.enqueue_many_async([NewTask("single", {})] * 6)
+        async with Running(Worker(app, concurrency=4)):
+            for task_id in ids:
+                await wait_for(
+                    lambda task_id=task_id: _status(app, task_id, TaskStatus.COMPLETED),
+                    timeout=60,
+                    what=f"task {task_id}, claimed as the one before it ended",
+                )
+    finally:
+        await app.aclose()

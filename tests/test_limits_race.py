@@ -22,8 +22,12 @@ COMPLETION = 240.0
 
 @pytest.fixture
 def workers(database_url: str, tmp_path: Path) -> Iterator[list[WorkerProcess]]:
+    # One slot each: the cap of 4 is reached only by four processes at once, so it is held
+    # across processes competing, never within one (a process whose attempt ends claims
+    # again in the same exchange, before the others' next look: with four slots each, one
+    # process could hold the whole cap for the run).
     procs = [
-        WorkerProcess(database_url, concurrency=4, log_path=tmp_path / f"w{n}.log")
+        WorkerProcess(database_url, concurrency=1, log_path=tmp_path / f"w{n}.log")
         for n in range(WORKERS)
     ]
     yield procs

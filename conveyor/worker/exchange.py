@@ -99,6 +99,12 @@ class Exchange:
                 self.work_maybe = True  # a NOTIFY said there is new work
             if self.held_to_slots and self.slots.free(self.claiming) > 0:
                 self.work_maybe = True  # a slot freed since: look again
+            if self.outbox.outcomes:
+                # An outcome may free room under its agent's limits (a concurrency, a
+                # budget), which no NOTIFY announces: the exchange that writes it claims
+                # too, in the same round trip (finish_and_claim), and a short claim says
+                # again whether there is more.
+                self.work_maybe = True
             free, want, limited_want = claim_sizes(
                 capacity=0 if stopping else self.slots.capacity(self.prefetch()),
                 claiming=self.claiming,
