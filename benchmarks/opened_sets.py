@@ -1,8 +1,8 @@
 """The opened document sets the learned choosers are trained on, and their folds.
 
-Opened: ../shared/realdocs (its text-only copies) and the sets below; never the held-out
-benchmarks/corpus and round9 to round13. A source is one repository: a folder of a
-set's text-only/.
+Opened: ../shared/realdocs (its text-only copies) and the sets below (round9 to round11
+opened on 2026-12-04); never the held-out benchmarks/corpus, round12 and round13. A source
+is one repository: a folder of a set's text-only/.
 
     corpora(parser, realdocs)  the opened sets' folders, realdocs first (a missing one stops
                                the run: from a worktree ../shared/realdocs is not beside it,
@@ -26,7 +26,18 @@ sys.path.insert(0, str(HERE))
 
 from realdocs import expected  # noqa: E402
 
-SETS = ("tuning", "round4", "round5", "round6", "round7", "round8", "fresh")
+SETS = (
+    "tuning",
+    "round4",
+    "round5",
+    "round6",
+    "round7",
+    "round8",
+    "fresh",
+    "round9",
+    "round10",
+    "round11",
+)
 
 
 class Sourced(Protocol):

@@ -5,7 +5,8 @@ opened sets, and measure it by leave-one-source-out against the rules.
 
 Opened sets: the realdocs text-only copies (give --realdocs: from a worktree
 ../shared/realdocs is not beside it, and a missing set stops the script), benchmarks/
-tuning, round4 to round8 and fresh; never the held-out corpus, round9 to round13.
+tuning, round4 to round8, fresh and round9 to round11; never the held-out corpus, round12
+and round13.
 A source is one repository (a folder of text-only/): each is left out in turn, the model
 trained on the others, its documents' number chosen. "rules" is the offline reader's
 number as it stands (it saw every source: optimistic); "wired >= 0.9" keeps the rules'

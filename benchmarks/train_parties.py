@@ -5,7 +5,7 @@ and measure it by leave-one-source-out against the rules.
         [--c 1] [--export] [--json out] [--cache docs.pickle]
 
 The shipped models: `--no-own-rules --c 1 --export`. Opened sets only
-(benchmarks/opened_sets.py): never the held-out corpus, round9 to round12. A source is one
+(benchmarks/opened_sets.py): never the held-out corpus, round12, round13. A source is one
 repository; each is left out in turn, the models trained on the others, its documents'
 parties chosen. "rules" is the offline reader's name as it stands (it was written on every
 one of these sources: optimistic); "model alone" the model's top candidate; "wired" the
