@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import functools
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -126,6 +127,27 @@ def _amount_pattern(style: NumberStyle) -> re.Pattern[str]:
 
 # ---------------------------------------------------------------------------- currencies
 
+# Every currency sign Unicode has (category Sc: "$", "€", "₺", "₽", "₩", "฿", ...): around an
+# amount, noise to its number as the signs of the common currencies are. Not the cent's
+# sign: "50¢" is half a dollar.
+CURRENCY_SIGNS = "".join(
+    c for c in map(chr, range(0x24, 0x10000)) if unicodedata.category(c) == "Sc" and c not in "¢￠"
+)
+_ONE_CURRENCY_SIGNS = {
+    "₺": "TRY",
+    "₽": "RUB",
+    "₴": "UAH",
+    "₩": "KRW",
+    "₪": "ILS",
+    "₫": "VND",
+    "₦": "NGN",
+    "₱": "PHP",
+    "₸": "KZT",
+    "₾": "GEL",
+    "₼": "AZN",
+    "฿": "THB",
+}
+
 CODES = (
     "USD EUR GBP CAD AUD CHF JPY NZD SEK NOK DKK PLN CZK HUF CNY INR SGD HKD MXN BRL ZAR"
 ).split()
@@ -141,6 +163,9 @@ SIGNS = {
     # The yen's kanji, after the amount: "1,234円".
     "円": "JPY",
     "$": "USD",
+    # Signs of one currency each that price-parser's data does not give (some are newer
+    # than it: the lira's since 2012, the rouble's since 2013).
+    **{sign: code for sign, code in _ONE_CURRENCY_SIGNS.items() if sign not in "€£¥₹$"},
 }
 _CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
 # The euro sign as the text layers of some TeX fonts give it: a lone "e" after an amount
@@ -379,7 +404,7 @@ _CELL_NOISE = re.compile(
     # "S/" and "S/.": the Peruvian sol's sign.
     # A code glued to its amount ("USD1,234.00") only when it is a currency's.
     r"(?:\b(?:[A-Z]{3})\b|\b(?:" + "|".join(CODES) + r")(?=\d)|\b[A-Z]{1,3}\$|"
-    r"[€£$¥₹円]|\bRs\.?|zł|"
+    "[" + re.escape(CURRENCY_SIGNS) + r"円]|\bRs\.?|zł|"
     # Japanese "(税込)", "(税抜)", "税込": whether the amount includes the tax.
     r"\(?\s*税[込抜]み?\s*\)?|\bCHF\b|\bkr\b|\bK[čc]\b|\bS/\.?|"
     # A currency's name, in any case ("152,00 Euro", "EURO 5,00", "12.50 dollars").
@@ -485,6 +510,7 @@ _SIGN_CODES = {
     "kč": "CZK",
     "s/.": "PEN",
     "ft": "HUF",
+    **_ONE_CURRENCY_SIGNS,
 }
 
 

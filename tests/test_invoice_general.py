@@ -1,0 +1,38 @@
+"""General rules taught by the failures of rounds 9-11 once they were opened, each stated
+for any invoice and checked on a snippet drawn here."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from conveyor.agents.values import NumberStyle, cell_amount, currencies_in, currency_of
+from tests.snippets import text_invoice_data
+
+COMMA = NumberStyle(",", ".")
+
+
+def test_any_currency_sign_is_noise_to_its_amount_and_names_its_currency() -> None:
+    assert cell_amount("154.600,00 ₺", COMMA) == Decimal("154600.00")
+    assert cell_amount("₩ 12.000", COMMA) == Decimal("12000")
+    assert currency_of("154.600,00 ₺") == "TRY"
+    assert currency_of("1 200,00 ₽") == "RUB"
+    assert currencies_in("Toplam 154.600,00 ₺") == {"TRY": 1}
+    assert cell_amount("50¢", COMMA) is None  # the cent's sign is no currency's
+
+
+def test_sums_with_a_sign_after_them_are_read() -> None:
+    data = text_invoice_data(
+        "Acme Teknoloji A.Ş.\n"
+        "FATURA\n"
+        "Fatura No : FTR-17\n"
+        "Tarih : 17.04.2026\n"
+        "Aciklama Miktar Birim Fiyat Toplam\n"
+        "Web Uygulama 1 1.000,00 1.000,00\n"
+        "Ara Toplam 1.000,00 ₺\n"
+        "KDV (%20) 200,00 ₺\n"
+        "GENEL TOPLAM 1.200,00 ₺\n"
+    )
+    assert data["currency"] == "TRY"
+    assert data["total"] == "1200.00"
+    assert data["subtotal"] == "1000.00"
+    assert data["tax"] == "200.00"
