@@ -36,3 +36,25 @@ def test_sums_with_a_sign_after_them_are_read() -> None:
     assert data["total"] == "1200.00"
     assert data["subtotal"] == "1000.00"
     assert data["tax"] == "200.00"
+
+
+def test_sum_labels_of_more_forms() -> None:
+    from conveyor.agents.invoice_labels import sum_label
+
+    # A Portuguese tax's label with the article of its gender ("da COFINS") or none.
+    assert sum_label("VALOR DA COFINS") == ("tax", 15)
+    assert sum_label("VALOR TOTAL IPI") == ("tax", 15)
+    # Brazil's legal estimate of the taxes inside the prices is no sum of the invoice.
+    assert sum_label("VALOR TOTAL TRIB.") == ("-sum", 17)
+    assert sum_label("Valor aproximado dos tributos") == ("-sum", 29)
+    assert sum_label("Valor do Documento") == ("gross", 18)
+    # Polish "kwota brutto", the gross amount.
+    assert sum_label("Kwota brutto:") == ("gross", 12)
+
+
+def test_a_gross_amount_labelled_kwota_brutto_is_the_total() -> None:
+    data = text_invoice_data(
+        "FAKTURA VAT FV-17\nKwota brutto: 1234,56 PLN\nTermin platnosci: 2026-08-14\n"
+    )
+    assert data["total"] == "1234.56"
+    assert data["currency"] == "PLN"
