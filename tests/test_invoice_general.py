@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from conveyor.agents.values import NumberStyle, cell_amount, currencies_in, currency_of
-from tests.snippets import text_invoice_data
+from tests.snippets import invoice_data, party_name, text_invoice_data
 
 COMMA = NumberStyle(",", ".")
 
@@ -58,3 +58,29 @@ def test_a_gross_amount_labelled_kwota_brutto_is_the_total() -> None:
     )
     assert data["total"] == "1234.56"
     assert data["currency"] == "PLN"
+
+
+def test_a_table_s_column_labels_name_no_buyer() -> None:
+    data = invoice_data(
+        [
+            (42, 60, "Acme Inc.", 18),
+            (470, 60, "Invoice"),
+            (42, 78, "123 Market Street"),
+            (420, 78, "#INV-2048 - 14 Jun 2026"),
+            (42, 92, "San Francisco, CA 94103"),
+            (50, 137, "DESCRIPTION"),
+            (330, 137, "QTY"),
+            (400, 137, "UNIT"),
+            (480, 137, "AMOUNT"),
+            (50, 166, "Consulting"),
+            (330, 166, "12"),
+            (400, 166, "$120"),
+            (480, 166, "$1,440"),
+            (50, 201, "Integration"),
+            (330, 201, "1"),
+            (400, 201, "$800"),
+            (480, 201, "$800"),
+            (422, 280, "Total: $2,240.00"),
+        ]
+    )
+    assert party_name(data, "customer") is None
