@@ -84,3 +84,13 @@ def test_a_table_s_column_labels_name_no_buyer() -> None:
         ]
     )
     assert party_name(data, "customer") is None
+
+
+def test_an_amount_with_an_explicit_plus_sign_is_read() -> None:
+    dot = NumberStyle(".", ",")
+    assert cell_amount("+$196767.95", dot) == Decimal("196767.95")
+    assert cell_amount("+ 12.50 EUR", dot) == Decimal("12.50")
+    assert cell_amount("+$1602253", dot) == Decimal("1602253")
+    # A telephone number is no amount.
+    assert cell_amount("+33612345678", dot) is None
+    assert cell_amount("+49 30 1234567", dot) is None

@@ -423,6 +423,9 @@ _YEN_BRACKETED = re.compile(r"^\s*(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?\)\s*$")
 _YEN_CLOSED = re.compile(r"^(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?[-\u2013\u2015\u30fc]")
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # minus sign, en dash
 _CELL_NUMBER = re.compile(r"^-?\s*\d[\d.,' ]*$")
+# Only before a currency's sign or an amount with its cents: "+49 30 1234567" and
+# "+33612345678" are telephone numbers.
+_PLUS = re.compile(r"^\s*\+\s*(?=[^\w\s+]{1,3}\s?\d|\d[\d.,' ]*[.,]\d{2}(?!\d))")
 
 
 def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
@@ -430,6 +433,9 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     "41,1765 €"), read in the document's style; None when the cell is not just a number
     (a percentage, a date, words). Unit prices keep their 3-4 decimals."""
     text = text.translate(_GROUPING)
+    # An explicit plus sign, as a sum added to the total prints it ("TAX 14% +$196.95",
+    # "+ 12,50 €"): the amount.
+    text = _PLUS.sub("", text, count=1)
     # Accounting's negatives: "(1,234.50)", and the minus after the amount of ledgers and
     # ERP exports ("12,50-", "EUR 1.234,56-").
     accounting = _PARENTHESISED.match(text.strip()) or _TRAILING_MINUS.match(text.strip())
