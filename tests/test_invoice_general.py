@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from conveyor.agents.values import NumberStyle, cell_amount, currencies_in, currency_of
-from tests.snippets import invoice_data, party_name, text_invoice_data
+from tests.snippets import Draw, extraction, invoice_data, party_name, text_invoice_data
 
 COMMA = NumberStyle(",", ".")
 
@@ -94,3 +94,50 @@ def test_an_amount_with_an_explicit_plus_sign_is_read() -> None:
     # A telephone number is no amount.
     assert cell_amount("+33612345678", dot) is None
     assert cell_amount("+49 30 1234567", dot) is None
+
+
+# A page's head, printed on every page: the seller, the number and date, the balance.
+LETTERHEAD: Draw = [
+    (28, 30, "Acme Widgets Ltd", 14),
+    (28, 47, "Invoice #HT91"),
+    (28, 64, "Issue Date: 12/6/2023"),
+    (28, 81, "Balance Due: $390.00"),
+    (28, 120, "Bill To: Jane Roe"),
+    (28, 197, "#"),
+    (48, 197, "Product"),
+    (170, 197, "Unit price"),
+    (230, 197, "Quantity"),
+    (300, 197, "Total"),
+]
+
+
+def _row(y: float, position: str, name: str, price: str) -> Draw:
+    return [
+        (28, y, position),
+        (48, y, name),
+        (170, y, f"${price}"),
+        (230, y, "1"),
+        (300, y, f"${price}"),
+    ]
+
+
+def test_an_item_table_goes_on_under_its_header_repeated_below_the_next_page_s_head() -> None:
+    first = [
+        *LETTERHEAD,
+        *_row(216, "0", "Chair", "50.00"),
+        *_row(235, "1", "Table", "100.00"),
+        *_row(254, "2", "Lamp", "20.00"),
+    ]
+    second = [
+        *LETTERHEAD,
+        *_row(216, "3", "Shelf", "220.00"),
+        (170, 260, "SUBTOTAL"),
+        (300, 260, "$390.00"),
+        (170, 274, "GRAND TOTAL"),
+        (300, 274, "$390.00"),
+    ]
+    data = extraction(first, second).data
+    assert isinstance(data, dict)
+    items = data["line_items"]
+    assert isinstance(items, list)
+    assert [item["description"] for item in items] == ["Chair", "Table", "Lamp", "Shelf"]
