@@ -141,3 +141,22 @@ def test_an_item_table_goes_on_under_its_header_repeated_below_the_next_page_s_h
     items = data["line_items"]
     assert isinstance(items, list)
     assert [item["description"] for item in items] == ["Chair", "Table", "Lamp", "Shelf"]
+
+
+def test_items_printed_as_labelled_values_on_one_line_each() -> None:
+    data = invoice_data(
+        [
+            (100, 31, "Invoice No: INV-77"),
+            (100, 51, "Date: 2024-12-11"),
+            (100, 71, "Billing To: John Doe"),
+            (100, 91, "Item: Widget A Qty: 2 Price: $20.00"),
+            (100, 111, "Item: Widget B Qty: 1 Price: $10.00"),
+            (100, 131, "Total: $50.00"),
+        ]
+    )
+    items = data["line_items"]
+    assert isinstance(items, list)
+    assert [(i["description"], i["quantity"], i["unit_price"]) for i in items] == [
+        ("Widget A", "2", "20.00"),
+        ("Widget B", "1", "10.00"),
+    ]
