@@ -160,3 +160,31 @@ def test_items_printed_as_labelled_values_on_one_line_each() -> None:
         ("Widget A", "2", "20.00"),
         ("Widget B", "1", "10.00"),
     ]
+
+
+def test_a_firm_under_its_contact_person_in_the_address_window_is_the_buyer() -> None:
+    data = invoice_data(
+        [
+            (50, 127, "Dr. Michael Hoffmann · Friedrichstraße 123 · 10117 Berlin", 7),
+            (355, 140, "TechVision Consulting"),
+            (50, 159, "Dr. Petra Schmidt"),
+            (355, 159, "info@techvision-consulting.de"),
+            (50, 176, "MedTech Solutions AG"),
+            (355, 176, "Rechnungs-Nr.: RE-2025-042"),
+            (50, 192, "Potsdamer Platz 1"),
+            (355, 192, "Rechnungsdatum: 22.01.25"),
+            (50, 208, "10785 Berlin"),
+            (50, 291, "Rechnung", 14),
+            (50, 340, "Leistung"),
+            (450, 340, "Betrag"),
+            (50, 354, "Beratung"),
+            (450, 354, "100,00 €"),
+            (50, 390, "Summe netto"),
+            (450, 390, "100,00 €"),
+            (50, 404, "USt. 19 %"),
+            (450, 404, "19,00 €"),
+            (50, 418, "Gesamtbetrag"),
+            (450, 418, "119,00 €"),
+        ]
+    )
+    assert party_name(data, "customer") == "MedTech Solutions AG"
