@@ -188,3 +188,12 @@ def test_a_firm_under_its_contact_person_in_the_address_window_is_the_buyer() ->
         ]
     )
     assert party_name(data, "customer") == "MedTech Solutions AG"
+
+
+def test_a_date_with_a_two_digit_year_may_end_its_sentence() -> None:
+    data = text_invoice_data(
+        "ACME GmbH\nRechnung\nRechnungs-Nr.: RE-2025-042\nRechnungsdatum: 22.01.25\n"
+        "Leistung Betrag\nBeratung 100,00\nGesamtbetrag 100,00 EUR\n"
+        "Zahlbar ohne Abzug bis zum 21.02.25.\n"
+    )
+    assert data["due_date"] == "2025-02-21"

@@ -223,8 +223,9 @@ DATE_PATTERNS = (
     ("iso", re.compile(_B + r"(?P<y>\d{4})\.\s?(?P<m>\d{1,2})\.\s?(?P<d>\d{1,2})" + _E + r"\.?")),
     # "19.5.2024", and with a space after each dot as Czech and Slovak print it ("19. 5. 2024").
     ("dot", re.compile(_B + r"(?P<d>\d{1,2})\.\s?(?P<m>\d{1,2})\.\s?(?P<y>\d{4})" + _E)),
-    # "04.03.24": German day, month and a two-digit year (read in this century).
-    ("dot", re.compile(r"(?<![\d.,])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{2})(?![\d.,]|\.\d)")),
+    # "04.03.24": German day, month and a two-digit year (read in this century), also at a
+    # sentence's end ("Zahlbar bis zum 21.02.25.").
+    ("dot", re.compile(r"(?<![\d.,])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{2})(?![\d,]|[.,]\d)")),
     # "19/5/2024", and with spaces around the slashes: "19 / 5 / 2024".
     ("slash", re.compile(_B + r"(?P<a>\d{1,2})\s?/\s?(?P<b>\d{1,2})\s?/\s?(?P<y>\d{4})" + _E)),
     ("slash", re.compile(_B + r"(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})" + _E)),
