@@ -3,10 +3,13 @@ for any invoice and checked on a snippet drawn here."""
 
 from __future__ import annotations
 
+import datetime
 from decimal import Decimal
 
+from conveyor.agents.invoice_reader import read_invoice_layout
 from conveyor.agents.values import NumberStyle, cell_amount, currencies_in, currency_of
-from tests.snippets import Draw, extraction, invoice_data, party_name, text_invoice_data
+from conveyor.documents.text import extract_text
+from tests.snippets import Draw, extraction, invoice_data, party_name, pdf, text_invoice_data
 
 COMMA = NumberStyle(",", ".")
 
@@ -197,3 +200,34 @@ def test_a_date_with_a_two_digit_year_may_end_its_sentence() -> None:
         "Zahlbar ohne Abzug bis zum 21.02.25.\n"
     )
     assert data["due_date"] == "2025-02-21"
+
+
+def test_a_due_date_printed_after_another_field_in_the_same_cell() -> None:
+    # The layout reader's reading (the line reader, which the whole reader prefers on a
+    # page this small, reads no dates in cells).
+    invoice, _ = read_invoice_layout(
+        extract_text(
+            pdf(
+                [
+                    (40, 46, "Lieferant GmbH", 12),
+                    (300, 58, "Invoice"),
+                    (300, 79, "Invoice number: 6063"),
+                    (300, 88, "Invoice date: 01.09.2026"),
+                    (40, 148, "Bill to:"),
+                    (40, 160, "Musterkunde GmbH"),
+                    (40, 247, "Service date: 01.09.2026 - Due date16.09.2026"),
+                    (40, 274, "Description"),
+                    (450, 274, "Net"),
+                    (40, 288, "Screws"),
+                    (450, 288, "51,50"),
+                    (300, 320, "Total net"),
+                    (450, 320, "51,50 €"),
+                    (300, 334, "VAT 19 %"),
+                    (450, 334, "9,79 €"),
+                    (300, 348, "Total gross"),
+                    (450, 348, "61,29 €"),
+                ]
+            )
+        )
+    )
+    assert invoice.due_date == datetime.date(2026, 9, 16)
