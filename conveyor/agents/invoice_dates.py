@@ -105,6 +105,24 @@ def _date_from(sheet: Sheet, spots_text: list[str]) -> DateToken | None:
     return None
 
 
+# Two fields printed in one cell, one after the other: "Service date: 01.01.2026 - Due
+# date: 16.09.2026", "Datum 01.03.2024 | Fällig 15.03.2024".
+_FIELDS_APART = re.compile(r"\s[-|\u00b7\u2013]\s")
+
+
+def _second_due(text: str) -> list[DateToken]:
+    """The due date of a cell whose second field (or later) is the due date's label and its
+    date, set apart from the first by a dash, a bar or a middle dot."""
+    for part in _FIELDS_APART.split(text)[1:]:
+        label = field_label(part)
+        if label and label[0] == "due":
+            value = part[label[1] :].strip(" :")
+            tokens = dates_in(value)
+            if len(tokens) == 1 and tokens[0].text == value:
+                return tokens
+    return []
+
+
 def dates(
     sheet: Sheet,
 ) -> tuple[list[tuple[DateToken, float, int]], list[tuple[DateToken, float, int]]]:
@@ -114,6 +132,7 @@ def dates(
     for i, line in enumerate(sheet.lines):
         for c, cell in enumerate(line.cells):
             label = field_label(cell.text)
+            due += [(token, FAIR, i) for token in _second_due(cell.text)]
             if label and label[0] == "number":
                 # "NFC-e nº 1629 Série 1 24/03/2020 13:33:20": a date and its time on the
                 # number's own line, the moment the invoice was issued.

@@ -203,8 +203,26 @@ def buyer_by_evidence(
             continue
         if TABLE_END.match(fold(text)) or field_label(text) or sum_label(text):
             break  # "Payment Method", "Total", a field's label: the address block has ended
-        return Party(text, FAIR)
+        return Party(_firm_under(sheet, j, cell) or text, FAIR)
     return Party()
+
+
+def _firm_under(sheet: Sheet, index: int, cell: Cell) -> str | None:
+    """The firm's name on the line just under a person's in an address block ("Dr. Petra
+    Schmidt" over "MedTech Solutions AG"): the person is the firm's contact, the firm the
+    party. Only a name with a legal form of its own, under one without."""
+    if index + 1 >= len(sheet.lines) or LEGAL_FORM.search(cell.text):
+        return None
+    line, below = sheet.lines[index], sheet.lines[index + 1]
+    if below.page != line.page or below.y0 - line.y1 > line.height:
+        return None
+    under = [c for c in below.cells if abs(c.x0 - cell.x0) < 3]
+    if not under:
+        return None
+    text = under[0].text.strip()
+    if not LEGAL_FORM.search(text) or CONTACT.search(text) or ADDRESS.match(text):
+        return None
+    return text
 
 
 def buyer_by_address(sheet: Sheet, vendor: str | None) -> Party:

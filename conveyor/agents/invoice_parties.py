@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 
 from conveyor.agents.bank_codes import is_iban
+from conveyor.agents.invoice_columns import column_label
 from conveyor.agents.invoice_labels import TITLE, field_label, fold, sum_label
 from conveyor.agents.invoice_letterhead import (
     buyer_by_address,
@@ -497,9 +498,25 @@ def _not_a_label(party: Party) -> Party:
         or TITLE.match(folded)
         or label
         or not_a_name(party.name)
+        or _column_labels(folded)
     ):
         return Party(address=party.address, tax_id=party.tax_id)
     return party
+
+
+def _column_labels(folded: str) -> bool:
+    """Whether `folded` is nothing but the labels of an item table's columns
+    ("Description", "DESCRIPTION QTY UNIT AMOUNT", "Artikel"): a header's words, read as a
+    name where no block names the party."""
+    start = 0
+    while start < len(folded):
+        found = column_label(folded, start)
+        if found is None:
+            return False
+        start = found[1]
+        while start < len(folded) and not folded[start].isalnum():
+            start += 1
+    return bool(folded)
 
 
 def _title_line(sheet: Sheet) -> int | None:

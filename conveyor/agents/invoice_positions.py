@@ -54,12 +54,49 @@ def _plain(text: str) -> Decimal | None:
     return Decimal(match.group(0)) if match else None
 
 
+# A position's labels and values run into one line ("Item: Widget A Qty: 2 Price: $20.00"):
+# each label with its colon, its value up to the next such label.
+_INLINE_LABELS = {
+    "description": r"item|product|description|article|artikel|bezeichnung|produit|producto",
+    "quantity": r"qty|quantity|menge|anzahl|quantite|cantidad",
+    "price": r"(?:unit\s*)?price|preis|einzelpreis|prix|precio",
+    "amount": r"amount|line\s*total|betrag|montant|importe",
+}
+_INLINE = re.compile(
+    "|".join(rf"(?P<{kind}>\b(?:{pattern})\s*:)" for kind, pattern in _INLINE_LABELS.items()),
+    re.IGNORECASE,
+)
+
+
+def _inline(text: str) -> list[tuple[str, str]]:
+    """The labelled values of a line that prints a position's name and at least one of
+    its figures, each after its label and colon; [] for any other line."""
+    marks = list(_INLINE.finditer(text))
+    if len(marks) < 2 or marks[0].start() != 0:
+        return []
+    found = []
+    for k, mark in enumerate(marks):
+        end = marks[k + 1].start() if k + 1 < len(marks) else len(text)
+        value = text[mark.end() : end].strip()
+        if not value or mark.lastgroup is None:
+            return []
+        found.append((mark.lastgroup, value))
+    kinds = [kind for kind, _ in found]
+    if kinds[0] != "description" or len(set(kinds)) != len(kinds):
+        return []
+    return found
+
+
 def read_positions(sheet: Sheet) -> list[LineItem]:
     """The items of blocks of labelled values, in the order printed; [] when the page has
     none, or when their amounts make none of its printed sums."""
     found: list[tuple[str, str]] = []  # (kind, value as printed), in reading order
     for line in sheet.lines:
         cells = line.cells
+        inline = _inline(line.text) if len(cells) == 1 else []
+        if inline:
+            found += inline
+            continue
         for c, cell in enumerate(cells[:-1]):
             kind = _label(cell.text)
             if kind is None:
@@ -77,10 +114,12 @@ def read_positions(sheet: Sheet) -> list[LineItem]:
     items: list[LineItem] = []
     for group in groups:
         amount = sheet.amount(group.get("amount", ""))
-        if "description" not in group or not isinstance(amount, Decimal):
-            return []  # a block without its name or its amount: not positions
         quantity = sheet.amount(group.get("quantity", "")) or _plain(group.get("quantity", ""))
         price = sheet.amount(group.get("price", ""))
+        if amount is None and isinstance(quantity, Decimal) and isinstance(price, Decimal):
+            amount = quantity * price  # no amount printed: the quantity at its price
+        if "description" not in group or not isinstance(amount, Decimal):
+            return []  # a block without its name or its amount: not positions
         items.append(
             LineItem(
                 description=group["description"],

@@ -144,9 +144,9 @@ SUM_LABELS: dict[str, list[str]] = {
         r"(?:valor\s*)?total\s*dos\s*(?:produtos|servicos)(?:\s*e\s*servicos)?",
     ],
     "tax": [
-        # Brazil's taxes, each by its name: "Valor do ICMS", "Valor do ICMS ST", "Valor do
-        # IPI", "Valor do ISS".
-        r"valor\s*(?:total\s*)?do\s*(?:icms(?:\s*st)?|ipi|issqn|iss|pis|cofins)",
+        # Brazil's taxes, each by its name, with the article of its gender or none: "Valor
+        # do ICMS", "Valor do ICMS ST", "Valor do IPI", "Valor da COFINS", "Valor total IPI".
+        r"valor\s*(?:total\s*)?(?:d[ao]s?\s*)?(?:icms(?:\s*st)?|ipi|issqn|iss|pis|cofins)",
         # A sum's word straight before the tax's is the tax's total in every language, as
         # "Total VAT" is: "Summe Umsatzsteuer", "Summe MwSt.", "Totale IVA", "Somme TVA".
         rf"{_SUM_WORD}\s*(?:der\s*|de\s*(?:la\s*)?|del\s*)?{_TAX_WORD}",
@@ -228,9 +228,10 @@ SUM_LABELS: dict[str, list[str]] = {
         # (an item table's column of that name is the table's, not a sum's).
         r"montant|importo(?:\s*totale)?|betrag|amount",
         r"valor\s*total(?:\s*d[ao]\s*(?:nota|nf\S*|fatura|factura|documento))?",
+        r"valor\s*d[ao]\s*(?:nota|nf\S*|fatura|documento)",
         r"celkem(?:\s*k\s*uhrade)?",
         r"razem(?:\s*brutto)?",
-        r"(?:wartosc\s*)?brutto",
+        r"(?:wartosc|kwota)?\s*brutto",
         r"verollinen(?:\s*yhteensa)?",
         r"yhteensa",
         r"(?:order|grand|invoice)\s*total",
@@ -359,6 +360,9 @@ SUM_LABELS: dict[str, list[str]] = {
     "-sum": [
         # A tax's base, not a sum: "Base de cálculo do ICMS", "Base imponible" stays a net.
         r"base\s*de\s*calculo(?:\s*do\s*\w+(?:\s*st)?)?",
+        # Brazil's estimate of the taxes inside the prices, by law printed on every sale:
+        # "Valor total trib.", "Valor aproximado dos tributos".
+        r"valor\s*(?:total\s*)?(?:aproximado\s*)?(?:d[ao]s\s*)?trib(?:utos)?\.?",
         r"balance",
         r"residual",
         r"(?:amount\s*)?paid",

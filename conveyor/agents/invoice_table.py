@@ -157,6 +157,8 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             lone = (line, None) if len(line.cells) == 1 and _in_description(line, header) else None
             continue
         if _ends(line):
+            if rows and _above_the_header_again(sheet, i, header, previous):
+                continue  # the next page's letterhead ("Balance Due: ..."), not the sums
             if rows and _item_tax(sheet, i, header):
                 continue  # the tax of the row above, not the table's
             if rows and _section_subtotal(sheet, i, rows[section:], header):
@@ -219,6 +221,43 @@ def read_items(sheet: Sheet) -> tuple[list[LineItem], float, int | None]:
             confidence = min(confidence, FAIR)
         confidences.append(confidence)
     return items, (min(confidences) if confidences else 0.0), end
+
+
+# How many lines of a page's letterhead (its number, dates, balance) may stand above the
+# item table's header repeated on the next page.
+PAGE_HEAD = 12
+
+
+def _above_the_header_again(sheet: Sheet, index: int, header: Header, last: Line | None) -> bool:
+    """Whether line `index`, on the page after the table's last row, stands above the same
+    header repeated on its own page, a few lines lower, and the rows before ran to their
+    page's foot with no sum after them: the table goes on under it, and what ends it here
+    is the page's letterhead ("Balance Due: $1,602.25"), not its sums. (A copy of the whole
+    invoice on the next page has its sums under its rows.)"""
+    line = sheet.lines[index]
+    if last is None or line.page != last.page + 1:
+        return False
+    after = next(j for j, other in enumerate(sheet.lines) if other is last)
+    if any(
+        _ends(other) or _sums(other)
+        for other in sheet.lines[after + 1 : index]
+        if other.page == last.page
+    ):
+        return False
+    kinds = {c.kind for c in header.columns}
+    for other in sheet.lines[index + 1 : index + PAGE_HEAD]:
+        if other.page != line.page:
+            return False
+        found = find_header(other)
+        if found is not None:
+            return {c.kind for c in found.columns} == kinds
+    return False
+
+
+def _sums(line: Line) -> bool:
+    """Whether a cell of `line` is labelled a net, a tax, a gross or an amount due."""
+    kinds = ("net", "tax", "gross", "due")
+    return any((label := sum_label(c.text)) and label[0] in kinds for c in line.cells)
 
 
 def _in_description(line: Line, header: Header) -> bool:

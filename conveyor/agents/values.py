@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import functools
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -126,6 +127,27 @@ def _amount_pattern(style: NumberStyle) -> re.Pattern[str]:
 
 # ---------------------------------------------------------------------------- currencies
 
+# Every currency sign Unicode has (category Sc: "$", "€", "₺", "₽", "₩", "฿", ...): around an
+# amount, noise to its number as the signs of the common currencies are. Not the cent's
+# sign: "50¢" is half a dollar.
+CURRENCY_SIGNS = "".join(
+    c for c in map(chr, range(0x24, 0x10000)) if unicodedata.category(c) == "Sc" and c not in "¢￠"
+)
+_ONE_CURRENCY_SIGNS = {
+    "₺": "TRY",
+    "₽": "RUB",
+    "₴": "UAH",
+    "₩": "KRW",
+    "₪": "ILS",
+    "₫": "VND",
+    "₦": "NGN",
+    "₱": "PHP",
+    "₸": "KZT",
+    "₾": "GEL",
+    "₼": "AZN",
+    "฿": "THB",
+}
+
 CODES = (
     "USD EUR GBP CAD AUD CHF JPY NZD SEK NOK DKK PLN CZK HUF CNY INR SGD HKD MXN BRL ZAR"
 ).split()
@@ -141,6 +163,9 @@ SIGNS = {
     # The yen's kanji, after the amount: "1,234円".
     "円": "JPY",
     "$": "USD",
+    # Signs of one currency each that price-parser's data does not give (some are newer
+    # than it: the lira's since 2012, the rouble's since 2013).
+    **{sign: code for sign, code in _ONE_CURRENCY_SIGNS.items() if sign not in "€£¥₹$"},
 }
 _CODE = re.compile(r"(?<![A-Z])(" + "|".join(CODES) + r")(?![A-Z])")
 # The euro sign as the text layers of some TeX fonts give it: a lone "e" after an amount
@@ -198,8 +223,9 @@ DATE_PATTERNS = (
     ("iso", re.compile(_B + r"(?P<y>\d{4})\.\s?(?P<m>\d{1,2})\.\s?(?P<d>\d{1,2})" + _E + r"\.?")),
     # "19.5.2024", and with a space after each dot as Czech and Slovak print it ("19. 5. 2024").
     ("dot", re.compile(_B + r"(?P<d>\d{1,2})\.\s?(?P<m>\d{1,2})\.\s?(?P<y>\d{4})" + _E)),
-    # "04.03.24": German day, month and a two-digit year (read in this century).
-    ("dot", re.compile(r"(?<![\d.,])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{2})(?![\d.,]|\.\d)")),
+    # "04.03.24": German day, month and a two-digit year (read in this century), also at a
+    # sentence's end ("Zahlbar bis zum 21.02.25.").
+    ("dot", re.compile(r"(?<![\d.,])(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>\d{2})(?![\d,]|[.,]\d)")),
     # "19/5/2024", and with spaces around the slashes: "19 / 5 / 2024".
     ("slash", re.compile(_B + r"(?P<a>\d{1,2})\s?/\s?(?P<b>\d{1,2})\s?/\s?(?P<y>\d{4})" + _E)),
     ("slash", re.compile(_B + r"(?P<a>\d{1,2})-(?P<b>\d{1,2})-(?P<y>\d{4})" + _E)),
@@ -379,7 +405,7 @@ _CELL_NOISE = re.compile(
     # "S/" and "S/.": the Peruvian sol's sign.
     # A code glued to its amount ("USD1,234.00") only when it is a currency's.
     r"(?:\b(?:[A-Z]{3})\b|\b(?:" + "|".join(CODES) + r")(?=\d)|\b[A-Z]{1,3}\$|"
-    r"[€£$¥₹円]|\bRs\.?|zł|"
+    "[" + re.escape(CURRENCY_SIGNS) + r"円]|\bRs\.?|zł|"
     # Japanese "(税込)", "(税抜)", "税込": whether the amount includes the tax.
     r"\(?\s*税[込抜]み?\s*\)?|\bCHF\b|\bkr\b|\bK[čc]\b|\bS/\.?|"
     # A currency's name, in any case ("152,00 Euro", "EURO 5,00", "12.50 dollars").
@@ -398,6 +424,9 @@ _YEN_BRACKETED = re.compile(r"^\s*(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?\)\s*$")
 _YEN_CLOSED = re.compile(r"^(¥\s?\d[\d,]*|\d[\d,]*\s?円)\s?[-\u2013\u2015\u30fc]")
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})  # minus sign, en dash
 _CELL_NUMBER = re.compile(r"^-?\s*\d[\d.,' ]*$")
+# Only before a currency's sign or an amount with its cents: "+49 30 1234567" and
+# "+33612345678" are telephone numbers.
+_PLUS = re.compile(r"^\s*\+\s*(?=[^\w\s+]{1,3}\s?\d|\d[\d.,' ]*[.,]\d{2}(?!\d))")
 
 
 def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
@@ -405,6 +434,9 @@ def cell_amount(text: str, style: NumberStyle) -> Decimal | None:
     "41,1765 €"), read in the document's style; None when the cell is not just a number
     (a percentage, a date, words). Unit prices keep their 3-4 decimals."""
     text = text.translate(_GROUPING)
+    # An explicit plus sign, as a sum added to the total prints it ("TAX 14% +$196.95",
+    # "+ 12,50 €"): the amount.
+    text = _PLUS.sub("", text, count=1)
     # Accounting's negatives: "(1,234.50)", and the minus after the amount of ledgers and
     # ERP exports ("12,50-", "EUR 1.234,56-").
     accounting = _PARENTHESISED.match(text.strip()) or _TRAILING_MINUS.match(text.strip())
@@ -485,6 +517,7 @@ _SIGN_CODES = {
     "kč": "CZK",
     "s/.": "PEN",
     "ft": "HUF",
+    **_ONE_CURRENCY_SIGNS,
 }
 
 
