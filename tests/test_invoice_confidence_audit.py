@@ -166,9 +166,11 @@ def test_a_buyer_line_alone_under_its_heading_is_no_sure_name() -> None:
 def test_no_tax_is_no_sure_answer_when_a_tax_is_printed_and_left_unread() -> None:
     # The net equals the total, and a VAT line is printed all the same: the prices hold
     # the tax, and the net without it is printed nowhere. Which is the tax and the net
-    # is a convention; neither reading is to be trusted without a look.
+    # is a convention; neither reading is to be trusted without a look. (The seller is
+    # printed: a document without one is no sure answer at all.)
     read = extraction(
         [
+            (40, 20, "Harbour Consulting Ltd"),
             (40, 40, "INVOICE"),
             (40, 54, "Invoice No.: 2024-17"),
             (40, 68, "Invoice date: 2024-03-04"),

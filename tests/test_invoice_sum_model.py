@@ -109,9 +109,9 @@ def test_the_reader_asks_the_chooser_for_the_sums_the_rules_are_unsure_of(
 def test_sums_the_chooser_makes_add_up_leave_the_rest_doubted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # With its currency the document's only failing check is the total the rules missed:
-    # once the chooser reads it, nothing fails, yet nothing the rules read got surer.
-    text = UNLABELLED.replace("1,416.00", "EUR 1,416.00")
+    # With its seller and currency the document's only failing check is the total the rules
+    # missed: once the chooser reads it, nothing fails, yet nothing the rules read got surer.
+    text = "Harbour Consulting Ltd\n" + UNLABELLED.replace("1,416.00", "EUR 1,416.00")
     monkeypatch.setattr(invoice_reader, "LEARNED_SUMS", True)
     result = extract_offline(text_layer(text), "invoice")
     assert isinstance(result.data, dict) and result.data["total"] == "1416.00"
