@@ -126,7 +126,8 @@ async def test_a_late_outcome_brings_the_window_up_to_date(
     await app.enqueue_async(agent, {}, estimated_tokens=estimate)
     (task,) = await queue.claim(conn, worker_id="w", agents=[agent], limit=1)
     await conn.execute("UPDATE tasks SET lease_expires_at = now() - interval '1 s'")
-    assert len(await queue.sweep_expired(conn)) == 1
+    swept = await queue.sweep_expired(conn)
+    assert swept is not None and len(swept) == 1
     assert await _tokens(conn, agent) == held
     assert await _usage_rows(conn, agent) == (1 if held else 0)
     (late,) = await queue.finish(

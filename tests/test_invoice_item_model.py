@@ -42,7 +42,7 @@ def test_candidates_and_their_features() -> None:
     sheet = Sheet.of(extract_text(pdf(UNKNOWN_HEADER)))
     found = {sheet.lines[c.index].text: c for c in candidates(sheet)}
     row = found["Projekt strony 2 150,00 300,00"]
-    assert (row.reading.quantity, row.reading.unit_price) == (2, Decimal("150.00"))
+    assert (row.reading.quantity, row.reading.unit_price) == (Decimal(2), Decimal("150.00"))
     assert row.reading.amount == Decimal("300.00")
     assert row.features["fits"] == 1.0 and row.features["aligned_below"] == 1.0
     assert row.features["run_sums"] == 1.0  # 300,00 + 120,00 is the 420,00 under them

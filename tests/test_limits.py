@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 from typing import Any
 
@@ -504,7 +505,7 @@ async def test_a_limited_agents_tasks_beyond_the_free_slots_start_as_slots_free(
         async with Running(Worker(app, concurrency=2)):
             for task_id in ids:
                 await wait_for(
-                    lambda task_id=task_id: _status(app, task_id, TaskStatus.COMPLETED),
+                    functools.partial(_status, app, task_id, TaskStatus.COMPLETED),
                     timeout=60,
                     what=f"task {task_id}, claimed as a slot freed",
                 )
@@ -526,7 +527,7 @@ async def test_a_capped_agents_next_task_starts_as_its_last_one_ends(settings: S
         async with Running(Worker(app, concurrency=4)):
             for task_id in ids:
                 await wait_for(
-                    lambda task_id=task_id: _status(app, task_id, TaskStatus.COMPLETED),
+                    functools.partial(_status, app, task_id, TaskStatus.COMPLETED),
                     timeout=60,
                     what=f"task {task_id}, claimed as the one before it ended",
                 )
