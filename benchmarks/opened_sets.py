@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -70,3 +70,35 @@ def folds(docs: Sequence[D]) -> Iterator[tuple[str, list[D], list[D]]]:
             [d for d in docs if d.source != source],
             [d for d in docs if d.source == source],
         )
+
+
+Rows = list[dict[str, Any]]
+
+
+def best_of(
+    cs: Sequence[float],
+    loso: Callable[[float], Rows],
+    show: Callable[[Rows], list[str]],
+    score: Callable[[Rows], int],
+) -> tuple[float, Rows]:
+    """Each C's leave-one-source-out rows, printed as `show` puts them; the C that `score`
+    rates highest (the first of equals), with its rows."""
+    best: tuple[int, float, Rows] | None = None
+    for c in cs:
+        rows = loso(c)
+        print(f"C {c}:")
+        print("\n".join(show(rows)), flush=True)
+        if best is None or score(rows) > best[0]:
+            best = (score(rows), c, rows)
+    assert best is not None, "no C to try"
+    return best[1], best[2]
+
+
+class InSet(Protocol):
+    @property
+    def corpus(self) -> str: ...
+
+
+def trained_on(docs: Sequence[InSet], opened: Sequence[Path]) -> dict[str, int]:
+    """How many documents of each opened set a model was trained on (its JSON says so)."""
+    return {p.name: sum(d.corpus == p.name for d in docs) for p in opened}

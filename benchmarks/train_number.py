@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from opened_sets import corpora, folds, truthed  # noqa: E402
+from opened_sets import best_of, corpora, folds, trained_on, truthed  # noqa: E402
 from realdocs import DEFAULT_CORPUS, right  # noqa: E402
 
 from conveyor.agents import invoice_number_model as model_  # noqa: E402
@@ -145,27 +145,24 @@ def main() -> int:
     sources = len({d.source for d in docs})
     cands = sum(len(d.candidates) for d in docs)
     print(f"{len(docs)} documents, {sources} sources, {cands} candidates", flush=True)
-    best: tuple[int, float, list[dict[str, Any]]] | None = None
-    for c in args.c:
-        rows = loso(docs, c)
-        print(f"C {c}:")
-        print("\n".join(table(rows)), flush=True)
-        score = sum(r["chosen_ok"] for r in rows)
-        if best is None or score > best[0]:
-            best = (score, c, rows)
-    assert best is not None
+    c, rows = best_of(
+        args.c,
+        lambda c: loso(docs, c),
+        table,
+        lambda rows: sum(r["chosen_ok"] for r in rows),
+    )
     if args.json:
-        args.json.write_text(json.dumps(best[2], indent=1))
+        args.json.write_text(json.dumps(rows, indent=1))
     if args.export:
-        model = train(docs, best[1])
+        model = train(docs, c)
         data = {
             "features": list(FEATURES),
             "coef": [round(w, 6) for w in model.weights],
-            "c": best[1],
-            "trained_on": {p.name: sum(d.corpus == p.name for d in docs) for p in opened},
+            "c": c,
+            "trained_on": trained_on(docs, opened),
         }
         model_.MODEL_FILE.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {model_.MODEL_FILE} (C {best[1]})")
+        print(f"wrote {model_.MODEL_FILE} (C {c})")
     return 0
 
 

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from opened_sets import corpora, folds, truthed  # noqa: E402
+from opened_sets import best_of, corpora, folds, trained_on, truthed  # noqa: E402
 from realdocs import DEFAULT_CORPUS, right  # noqa: E402
 
 from conveyor.agents import invoice_party_model as model_  # noqa: E402
@@ -235,29 +235,26 @@ def main() -> int:
     sources = len({d.source for d in docs})
     cands = sum(len(d.candidates) for d in docs)
     print(f"{len(docs)} documents, {sources} sources, {cands} candidates", flush=True)
-    best: tuple[int, float, list[dict[str, Any]]] | None = None
-    for c in args.c:
-        rows = loso(docs, c, drop)
-        print(f"C {c}:")
-        print("\n".join([*table(rows), *grid(rows), *changes(rows)]), flush=True)
-        score = sum(sum(wired(r, None, None).values()) for r in rows)
-        if best is None or score > best[0]:
-            best = (score, c, rows)
-    assert best is not None
+    c, rows = best_of(
+        args.c,
+        lambda c: loso(docs, c, drop),
+        lambda rows: [*table(rows), *grid(rows), *changes(rows)],
+        lambda rows: sum(sum(wired(r, None, None).values()) for r in rows),
+    )
     if args.json:
-        args.json.write_text(json.dumps(best[2], indent=1, default=str))
+        args.json.write_text(json.dumps(rows, indent=1, default=str))
     if args.export:
-        data: dict[str, Any] = {"c": best[1]}
+        data: dict[str, Any] = {"c": c}
         for role in ROLES:
-            model = train(docs, role, best[1], drop[role])
+            model = train(docs, role, c, drop[role])
             data[role] = {
                 "features": list(FEATURES),
                 "coef": [round(w, 6) for w in model.weights],
                 "without": sorted(drop[role]),
             }
-        data["trained_on"] = {p.name: sum(d.corpus == p.name for d in docs) for p in opened}
+        data["trained_on"] = trained_on(docs, opened)
         model_.MODEL_FILE.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {model_.MODEL_FILE} (C {best[1]})")
+        print(f"wrote {model_.MODEL_FILE} (C {c})")
     return 0
 
 
