@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +26,7 @@ from conveyor.agents.invoice_item_features import ALIGN, FEATURES, Candidate, ca
 from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_reader import styled_sheet
 from conveyor.agents.invoice_sheet import Sheet
-from conveyor.agents.logistic import aligned, score
+from conveyor.agents.logistic import Model, model_of, score
 from conveyor.documents.text import DocumentText
 from conveyor.documents.types import Invoice, LineItem
 
@@ -44,18 +43,13 @@ WEAK = 0.5
 ITEM = 0.5
 
 
-@dataclass(frozen=True)
-class Model:
-    weights: list[float]  # one per FEATURES name
-
-
 @lru_cache(maxsize=1)
 def load(path: Path = MODEL_FILE) -> Model:
     return from_json(json.loads(path.read_text()))
 
 
 def from_json(data: dict[str, Any]) -> Model:
-    return Model(aligned(data["features"], data["coef"], FEATURES))
+    return model_of(data, FEATURES)
 
 
 def probability(model: Model, candidate: Candidate) -> float:

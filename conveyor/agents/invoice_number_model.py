@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from conveyor.agents.invoice_number_features import FEATURES, Candidate, candida
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.invoice_sum_features import table_region
 from conveyor.agents.invoice_table import read_items
-from conveyor.agents.logistic import aligned, score
+from conveyor.agents.logistic import Model, model_of, score
 from conveyor.documents.text import DocumentText
 
 MODEL_FILE = Path(__file__).with_name("invoice_number_model.json")
@@ -37,18 +36,13 @@ RULES_UNSURE = 0.75
 MODEL_SURE = 0.7
 
 
-@dataclass(frozen=True)
-class Model:
-    weights: list[float]  # one per FEATURES name
-
-
 @lru_cache(maxsize=1)
 def load(path: Path = MODEL_FILE) -> Model:
     return from_json(json.loads(path.read_text()))
 
 
 def from_json(data: dict[str, Any]) -> Model:
-    return Model(aligned(data["features"], data["coef"], FEATURES))
+    return model_of(data, FEATURES)
 
 
 def logit(model: Model, candidate: Candidate) -> float:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from conveyor.agents.invoice_party_features import FEATURES, ROLES, Candidate, c
 from conveyor.agents.invoice_sheet import Sheet
 from conveyor.agents.invoice_sum_features import table_region
 from conveyor.agents.invoice_table import read_items
-from conveyor.agents.logistic import aligned, score
+from conveyor.agents.logistic import Model, model_of, score
 from conveyor.documents.text import DocumentText
 
 MODEL_FILE = Path(__file__).with_name("invoice_party_model.json")
@@ -42,20 +41,13 @@ RULES_UNSURE = {"vendor": 0.8, "customer": 0.8}
 MODEL_SURE = {"vendor": 0.6, "customer": 0.6}
 
 
-@dataclass(frozen=True)
-class Model:
-    weights: list[float]  # one per FEATURES name
-
-
 @lru_cache(maxsize=1)
 def load(path: Path = MODEL_FILE) -> dict[str, Model]:
     return from_json(json.loads(path.read_text()))
 
 
 def from_json(data: dict[str, Any]) -> dict[str, Model]:
-    return {
-        role: Model(aligned(data[role]["features"], data[role]["coef"], FEATURES)) for role in ROLES
-    }
+    return {role: model_of(data[role], FEATURES) for role in ROLES}
 
 
 def logit(model: Model, candidate: Candidate) -> float:

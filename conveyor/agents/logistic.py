@@ -1,10 +1,25 @@
 """A logistic model as the learned choosers ship it: the weights scikit-learn fitted,
-exported to JSON by name (benchmarks/train_sums.py, train_number.py), scored here as a
-dot product, so that the reader never imports scikit-learn."""
+exported to JSON by name (benchmarks/train_sums.py, train_number.py, train_parties.py,
+train_items.py), scored here as a dot product, so that the reader never imports
+scikit-learn."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Model:
+    """One role's weights (the number, a party, an item row), one per feature name."""
+
+    weights: list[float]
+
+
+def model_of(entry: Mapping[str, Any], order: Sequence[str]) -> Model:
+    """A model from its JSON entry ({"features": names, "coef": weights}), in `order`."""
+    return Model(aligned(entry["features"], entry["coef"], order))
 
 
 def aligned(names: Sequence[str], coef: Sequence[float], order: Sequence[str]) -> list[float]:
