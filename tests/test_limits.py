@@ -489,47 +489,36 @@ class _Claimed:
         self.id, self.attempt = task_id, attempt
 
 
-async def test_a_limited_agents_tasks_beyond_the_free_slots_start_as_slots_free(
-    settings: Settings,
+@pytest.mark.parametrize(
+    ("cap", "slots", "tasks"),
+    [
+        # A limited agent's tasks are claimed for the free slots alone: a claim held to them
+        # comes back short although more wait (once, each claim after the first waited the
+        # poll interval: a limited agent of quick tasks drained at 15 a second on 16 slots).
+        (1000, 2, 12),
+        # Room under a cap comes back when one of the agent's attempts ends, which no NOTIFY
+        # announces: the exchange that writes the outcome claims too (once, an agent capped
+        # at 3 ran 3 quick tasks a second).
+        (1, 4, 6),
+    ],
+    ids=["held-to-the-free-slots", "capped"],
+)
+async def test_a_limited_agents_next_tasks_start_as_room_frees_not_at_the_poll(
+    settings: Settings, cap: int, slots: int, tasks: int
 ) -> None:
-    """A limited agent's tasks are claimed for the free slots alone; a claim held to them
-    comes back short although more wait, and those are claimed as the slots free, not at
-    the next poll (once, each claim after the first waited the poll interval: a limited
-    agent of quick tasks drained at 15 a second on 16 slots). The poll interval here is
-    far longer than the whole run may take, so a claim that waited for it fails the test."""
+    """The poll interval here is far longer than the whole run may take, so a claim that
+    waited for it fails the test."""
     app = App(settings=dataclasses.replace(settings, poll_interval=600.0))
-    app.agent("roomy", max_concurrent=1000)(_noop)
+    app.agent("roomy", max_concurrent=cap)(_noop)
     await app.database()
     try:
-        ids = await app.enqueue_many_async([NewTask("roomy", {})] * 12)
-        async with Running(Worker(app, concurrency=2)):
+        ids = await app.enqueue_many_async([NewTask("roomy", {})] * tasks)
+        async with Running(Worker(app, concurrency=slots)):
             for task_id in ids:
                 await wait_for(
                     functools.partial(_status, app, task_id, TaskStatus.COMPLETED),
                     timeout=60,
-                    what=f"task {task_id}, claimed as a slot freed",
-                )
-    finally:
-        await app.aclose()
-
-
-async def test_a_capped_agents_next_task_starts_as_its_last_one_ends(settings: Settings) -> None:
-    """Room under an agent's limit comes back when one of its attempts ends, which no
-    NOTIFY announces: the exchange that writes the outcome claims too (once, the next task
-    waited for the poll interval: an agent capped at 3 ran 3 quick tasks a second). With
-    a poll interval far longer than the run may take, six tasks through a concurrency of 1
-    on four slots must each be claimed as the one before ends."""
-    app = App(settings=dataclasses.replace(settings, poll_interval=600.0))
-    app.agent("single", max_concurrent=1)(_noop)
-    await app.database()
-    try:
-        ids = await app.enqueue_many_async([NewTask("single", {})] * 6)
-        async with Running(Worker(app, concurrency=4)):
-            for task_id in ids:
-                await wait_for(
-                    functools.partial(_status, app, task_id, TaskStatus.COMPLETED),
-                    timeout=60,
-                    what=f"task {task_id}, claimed as the one before it ended",
+                    what=f"task {task_id}, claimed as room freed",
                 )
     finally:
         await app.aclose()
