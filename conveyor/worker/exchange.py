@@ -62,10 +62,6 @@ class Exchange:
         self.stop = stop
         self.wake = wake  # a NOTIFY said there may be new work
         self.work_maybe = True  # until a claim comes back short, assume there is work
-        # The last claim came back short only because it was held to the free slots (a
-        # limited agent's tasks are claimed for those alone, claim_sizes): its agents may
-        # have more waiting, to be claimed when a slot frees.
-        self.held_to_slots = False
         self.claiming = 0  # slots promised to claims in flight
         self.orphans_possible = False  # claims may have committed unheard of
         # Throttling not yet recorded in the database: agent -> end of its pause (monotonic).
@@ -97,13 +93,13 @@ class Exchange:
                 return
             if self.wake.is_set():
                 self.work_maybe = True  # a NOTIFY said there is new work
-            if self.held_to_slots and self.slots.free(self.claiming) > 0:
-                self.work_maybe = True  # a slot freed since: look again
             if self.outbox.outcomes:
-                # An outcome may free room under its agent's limits (a concurrency, a
-                # budget), which no NOTIFY announces: the exchange that writes it claims
-                # too, in the same round trip (finish_and_claim), and a short claim says
-                # again whether there is more.
+                # An outcome frees a slot, and may free room under its agent's limits (a
+                # concurrency, a budget), neither of which a NOTIFY announces; and a claim
+                # of limited agents' tasks, held to the free slots (claim_sizes), comes back
+                # short with more of them waiting. So the exchange that writes an outcome
+                # claims too, in the same round trip (finish_and_claim), and a short claim
+                # says again whether there is more.
                 self.work_maybe = True
             free, want, limited_want = claim_sizes(
                 capacity=0 if stopping else self.slots.capacity(self.prefetch()),
@@ -194,8 +190,6 @@ class Exchange:
                 self.outbox.progress.set()
             self._settle(written, finished)
             self._start(claimed)
-            if want > 0:
-                self.held_to_slots = limited_want <= len(claimed) < want
             if want > 0 and len(claimed) < want:
                 self.work_maybe = False
 
