@@ -48,6 +48,25 @@ def read_invoice_layout(text: DocumentText) -> tuple[Invoice, dict[str, float]]:
     return invoice, fields
 
 
+def absent_scored(
+    text: DocumentText, invoice: Invoice, fields: dict[str, float]
+) -> dict[str, float]:
+    """`fields` with a net and a tax absent as the document states them (a total and
+    no net or tax printed: invoice_sums.absent_as_stated) scored as read, whichever
+    reader read the invoice; absent because unread, they keep their 0."""
+    if invoice.subtotal is not None or invoice.tax is not None or invoice.total is None:
+        return fields
+    if invoice.line_items and lines_total_of(invoice.line_items) is None:
+        return fields  # an item without its amount: whether they make the total is unknown
+    sheet = Sheet.of(text)
+    absent = invoice_sums.absent_as_stated(
+        sheet, invoice.total, fields.get("total", 0.0), lines_total_of(invoice.line_items)
+    )
+    if absent <= max(fields.get("subtotal", 0.0), fields.get("tax", 0.0)):
+        return fields
+    return {**fields, "subtotal": absent, "tax": absent}
+
+
 def _best_reading(sheet: Sheet) -> tuple[NumberStyle, Invoice, dict[str, float]]:
     best: tuple[tuple[int, int, int], NumberStyle, Invoice, dict[str, float]] | None = None
     # The voted styles first, then the other decimal separator's: a page of opening hours

@@ -56,6 +56,8 @@ _TAX_WORD = (
     # Russian "НДС", Ukrainian "ПДВ".
     r"ндс|пдв)\.?"
 )
+# A tax's word anywhere in a page's folded text, a whole word: "Total incl. VAT", "MwSt. 19 %".
+TAX_WORD = re.compile(rf"(?<!\w){_TAX_WORD}(?!\w)")
 # A tax's word before its total: "TVA total", "DPH celkem", "PDV ukupno", "KDV toplam".
 _TAX_TOTAL = (
     _TAX_WORD + r"\s*(?:total[a]?|celkem|celkom|spolu|ukupno|skupaj|kokku|osszesen|yhteensa|"

@@ -19,7 +19,7 @@ from itertools import product
 
 from conveyor.agents.invoice_labels import fold, sum_label
 from conveyor.agents.invoice_sheet import BELOW_LINES, Sheet, Spot
-from conveyor.agents.invoice_sum_labels import NO_VAT
+from conveyor.agents.invoice_sum_labels import NO_VAT, TAX_WORD
 from conveyor.agents.invoice_table_header import find_header
 from conveyor.agents.values import cell_amounts, currency_of
 from conveyor.documents.layout import Cell, Line
@@ -475,6 +475,32 @@ def as_stated(sheet: Sheet, sums: Sums) -> None:
         return
     if not _a_tax_printed(_best(candidates(sheet), "tax")):
         _exempt(sums)
+
+
+def absent_as_stated(
+    sheet: Sheet, total: Decimal, total_conf: float, lines_total: Decimal | None
+) -> float:
+    """The confidence that a document states no net and no tax, so that their absence
+    (None, the convention of invoice_reader's docstring) is read right; 0 when not sure.
+
+    Why: an absent field scored 0 makes a total-only document read entirely right look
+    unread (its weakest key field bounds it, types.document_confidence). The absence is
+    read right when the total stands under a label of its own, no label of a net, a
+    subtotal or a tax and no tax's word or rate is printed anywhere (a net or tax printed
+    but unread is a miss, and stays 0), and the items, if any, make the total. Never above
+    the total's own confidence, and below 0.9 (FAIR): nothing printed says it for sure."""
+    if not any(a.kind in ("gross", "due") and a.value == total for a in candidates(sheet)):
+        return 0.0  # the total read by no label of its own
+    if lines_total is not None and abs(lines_total - total) > CENT:
+        return 0.0
+    for line in sheet.lines:
+        for cell in line.cells:
+            label = sum_label(cell.text)
+            if label and label[0] in ("net", "lines", "tax", "withheld"):
+                return 0.0
+    if TAX_WORD.search(sheet.folded) or _RATE.search(sheet.folded):
+        return 0.0
+    return min(total_conf, FAIR)
 
 
 def _a_tax_printed(taxes: list[Amount]) -> bool:

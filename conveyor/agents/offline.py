@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from conveyor.agents import invoice_item_model, invoice_number_model, invoice_party_model
 from conveyor.agents.contract_rules import read_contract
-from conveyor.agents.invoice_reader import DOUBT, misread, read_invoice_layout
+from conveyor.agents.invoice_reader import DOUBT, absent_scored, misread, read_invoice_layout
 from conveyor.agents.invoice_rules import read_invoice
 from conveyor.agents.invoice_sheet import MAX_PAGES
 from conveyor.documents.text import DocumentText
@@ -124,7 +124,7 @@ def rules_invoice(text: DocumentText) -> tuple[Invoice, dict[str, float], list[s
     """The invoice the rules read, before the learned number chooser (what it is trained
     and measured against: benchmarks/train_number.py)."""
     invoice, fields, keys = _choose_invoice(text)
-    return invoice, _doubted(invoice, fields), keys
+    return invoice, _doubted(invoice, absent_scored(text, invoice, fields)), keys
 
 
 def _learned_number(
