@@ -75,6 +75,9 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"наименование(?:\s*на\s*(?:стоката|услугата))?|описание|стока|услуга",
         # Japanese "品名", "品目", "商品名", "内容", "摘要", "項目", "明細", "品番・品名".
         ja(r"(?:品番\s*[・/]?\s*)?品\s?名|品\s?目|商品名|内\s?容|摘\s?要|項\s?目|明\s?細"),
+        # Chinese "项目名称", "項目名稱", "货物或应税劳务(、服务)名称", "商品名称".
+        r"[项項]\s?目\s?名\s?[称稱]|[货貨]物或[应應][税稅][劳勞][务務](?:\s*[、,]\s*服[务務])?名[称稱]|"
+        r"商品名[称稱]",
     ],
     "quantity": [
         r"qty\.?",
@@ -114,6 +117,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"ποσοτητα|ποσ\.|количество|к-во|кол\.|кол\s*-\s*во|кількість",
         # Japanese "数量".
         ja(r"数\s?量"),
+        # Chinese "數量" (the simplified "数量" is the Japanese word).
+        r"數\s?量",
     ],
     "price": [
         r"unit\s*price",
@@ -155,6 +160,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"(?:единична|ед\.)\s*цена|цена",
         # Japanese "単価".
         ja(r"単\s?価"),
+        # Chinese "单价", "單價".
+        r"[单單]\s?[价價]",
     ],
     "amount": [
         r"amount",
@@ -195,6 +202,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"стоиност|сума|сумма",
         # Japanese "金額".
         ja(r"金\s?額(?:\s*\(\s*税[込抜]\s*\))?"),
+        # Chinese "金额".
+        r"金\s?[额額]",
     ],
     "rate": [
         r"alv\s*-?\s*%?",
@@ -218,6 +227,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"(?:ποσοστο\s*)?φπα(?:\s*%)?|ддс\s*%?",
         # Japanese "税率".
         ja(r"税\s?率"),
+        # Chinese "稅率".
+        r"稅\s?率",
     ],
     "unit": [
         r"jedn\.?",
@@ -241,6 +252,8 @@ COLUMN_LABELS: dict[str, list[str]] = {
         r"ед\.?\s*изм\.?|од\.?\s*вим\.?",
         # Japanese "単位".
         ja(r"単\s?位"),
+        # Chinese "单位", "單位".
+        r"[单單]\s?位",
     ],
     "discount": [
         r"rem\.?",
@@ -274,7 +287,9 @@ TABLE_END = re.compile(
     r"(?![^\W\d_])"
     # Japanese sums and what follows the table, set without a space before their values
     # and often letter-spaced: "小計", "合　計", "消費税", "10%対象", "備考", "お振込先".
-    r"|^(?:小\s?計|合\s?計|総\s?額|消\s?費\s?税|税抜|税込|\d{1,2}\s*%\s*対象|備\s?考|(?:お)?振込先)"
+    r"|^(?:小\s?計|合\s?計|総\s?額|消\s?費\s?税|税抜|税込|\d{1,2}\s*%\s*対象|備\s?考|(?:お)?振込先|"
+    # Chinese: "小计", "合计", "总计", "税额", "价税合计", "备注".
+    r"小\s?[计計]|合\s?[计計]|[总總]\s?[计計]|[税稅]\s?[额額]|[价價][税稅]合[计計]|[备備]\s?注)"
 )
 
 _COLUMNS = compile_labels(COLUMN_LABELS)

@@ -20,6 +20,7 @@ from conveyor.agents.values import (
     currency_word,
     shared_sign,
     sign_currencies,
+    yen_or_yuan,
 )
 from conveyor.documents.layout import Cell
 
@@ -166,6 +167,7 @@ def currency(sheet: Sheet) -> tuple[str | None, float]:
             guess = _country_currency(sheet)
             return guess, WEAK if guess else 0.0
     code, n = counts.most_common(1)[0]
+    code = yen_or_yuan(code, sheet.text)
     confidence = SURE if len(counts) == 1 and n >= 2 else LIKELY if len(counts) == 1 else WEAK
     if shared_sign(code, sheet.text):
         confidence = min(confidence, FAIR)  # "¥" is the yen's and the yuan's

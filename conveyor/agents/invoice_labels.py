@@ -187,6 +187,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"(?:αριθμοσ|αρ\.)\s*(?:τιμολογιου|παραστατικου)",
         r"(?:фактура|документ)\s*(?:#|no|номер)\.?|номер\s*(?:на\s*)?(?:фактура(?:та)?|документ)",
         _JA_NUMBER,
+        # Chinese "发票号码", "發票號碼", "发票编号", "发票号".
+        r"[发發]票\s*(?:[号號]\s*[码碼]|[编編]\s*[号號]|[号號])",
         *_NUMBERED,
     ],
     # A bare number sign, or a serial's ("Serial No. AA.00001"): the invoice's number
@@ -206,6 +208,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"referentie",
         # A Czech or Slovak payment's variable symbol: most often the invoice's number.
         r"variabiln[iy]\s*symbol|v\.\s*s\.",
+        # Chinese "发票代码" (a VAT invoice's batch code, printed beside its number).
+        r"[发發]票\s*代\s*[码碼]",
     ],
     "issue": [
         r"invoice\s*date",
@@ -265,6 +269,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"ημ(?:ερ)?\.?\s*/?\s*νια\s*εκδοσησ",
         r"дата\s*на\s*(?:издаване|документа|фактурата)",
         _JA_ISSUE,
+        # Chinese "开票日期", "開票日期", "发票日期", "開立日期".
+        r"(?:[开開]\s*票|[发發]\s*票|[开開]\s*立)\s*日\s*期",
         *_DATED,
     ],
     "date": [
@@ -277,6 +283,8 @@ FIELD_LABELS: dict[str, list[str]] = {
         r"datums|kuupaev|tarih(?:i)?|ημερομηνια|ημ(?:ερ)?\.?\s*/\s*νια|дата",
         # Japanese "日付", "年月日".
         ja(r"日\s?付|年月日"),
+        # Chinese "日期".
+        r"日\s?期",
     ],
     "due": [
         r"due\s*date",

@@ -468,6 +468,13 @@ _VAT_ID = re.compile(
 # The tax id's word begins a word: "USt-IdNr.", "VAT", not "Austria", "Industrie", "private";
 # Japanese "登録番号" follows other words without a space.
 _VAT_WORD = re.compile(r"(?i)\b(?:ust|vat|tva|btw|iva|mwst|uid)|登録番号")
+# China's taxpayer number (its unified social credit code, 18 letters and digits, or an
+# older 15 or 20) and Taiwan's unified business number (8 digits), behind their words:
+# "纳税人识别号: 91110000XXXXXXXXXX", "統一編號: 12345678".
+_CHINESE_TAX_ID = re.compile(
+    r"(?:[纳納][税稅]人\s?[识識][别別][号號]|[统統]一社[会會]信用代[码碼]|[统統]一[编編][号號])"
+    r"\s*[:\uff1a]?\s*([0-9A-Z]{15,20}|\d{8})(?![0-9A-Za-z])"
+)
 
 
 def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
@@ -475,6 +482,9 @@ def _tax_id(cells: list[tuple[int, Cell]]) -> str | None:
     country's has six or more), on a line that names it. A town and postcode in capitals
     ("LONDON SW1A 1AA") is none."""
     for _, cell in cells:
+        chinese = _CHINESE_TAX_ID.search(cell.text)
+        if chinese:
+            return chinese.group(1)
         if not _VAT_WORD.search(cell.text):
             continue
         for match in _VAT_ID.finditer(cell.text):

@@ -98,6 +98,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"поставщик|продавец|исполнитель|постачальник|продавець|виконавець",
         # Japanese "請求元", "発行元", "発行者", "販売元", "差出人".
         ja(r"請求元|発行元|発行者|販売元|差出人"),
+        # Chinese "销售方", "銷售方", "卖方", "賣方", "供应商", "供應商", "销货单位".
+        r"[销銷]\s?售\s?方|[卖賣]\s?方|供\s?[应應]\s?商|[销銷][货貨][单單]位",
     ],
     "buyer": [
         r"(?:customer|client|buyer)\s*name",
@@ -187,6 +189,8 @@ PARTY_HEADINGS: dict[str, list[str]] = {
         r"покупатель|заказчик|плательщик|покупець|замовник|платник",
         # Japanese "(ご)請求先", "宛先", "宛名".
         ja(r"(?:ご|御)?請求先|宛先|宛名"),
+        # Chinese "购买方", "購買方", "买方", "買方", "客户", "客戶", "购货单位".
+        r"[购購]\s?[买買]\s?方|[买買]\s?方|客\s?[户戶]|[购購][货貨][单單]位",
     ],
     "other": [
         r"ship\s*to",
@@ -241,6 +245,8 @@ NAME_LABELS = [
     r"unvan(?:i)?|ad(?:i)?\s*soyad(?:i)?",
     r"rao\s*social",
     r"επωνυμια|ονοματεπωνυμο|ονομα",
+    # Chinese "名称", "名稱" (with its colon: it also heads a column of items' names).
+    r"名\s?[称稱](?=\s*:)",
     r"име",
 ]
 
@@ -270,7 +276,10 @@ TAX_ID = re.compile(
     r"\b(?:инн|кпп|огрн|єдрпоу|іпн)\b|"
     # Japan's qualified-invoice registration number, "(適格請求書発行事業者)登録番号" (T and
     # 13 digits), and its corporate number, "法人番号".
-    r"(?:適格請求書発行事業者\s*)?登録番号|法人番号)",
+    r"(?:適格請求書発行事業者\s*)?登録番号|法人番号|"
+    # China's taxpayer number "纳税人识别号" (the unified social credit code, "统一社会信用代码"),
+    # Taiwan's "統一編號".
+    r"[纳納][税稅]人\s?[识識][别別][号號]|[统統]一社[会會]信用代[码碼]|[统統]一[编編][号號])",
 )
 # A Japanese addressee's honorific after its name: "株式会社山田商事 御中" (a company),
 # "山田 太郎 様" (a person), "殿". The name before it is the buyer's; "お客様" (the

@@ -34,6 +34,7 @@ from conveyor.agents.values import (
     number_styles,
     resolve,
     shared_sign,
+    yen_or_yuan,
 )
 from conveyor.documents.types import Customer, Invoice, LineItem, Vendor, cross_checks
 
@@ -271,6 +272,7 @@ def _currency(lines: list[str], found: _Found) -> str | None:
         found.put("currency", None, 0.0)
         return None
     code, _ = counts.most_common(1)[0]
+    code = yen_or_yuan(code, "\n".join(lines))
     confidence = SURE if len(counts) == 1 else WEAK
     joined = "\n".join(sums)
     if code == "USD" and "USD" not in joined and "US$" not in joined:

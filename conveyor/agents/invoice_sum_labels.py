@@ -87,6 +87,8 @@ SUM_LABELS: dict[str, list[str]] = {
         # Japanese "小計", "税抜合計", "税抜金額", "合計(税抜)", "課税対象額".
         rf"小\s?計(?:\s*{_JA_WITHOUT})?|{_JA_WITHOUT}\s*(?:{_JA_TOTAL}|金額|価格|額|計)|"
         rf"{_JA_TOTAL}\s*{_JA_WITHOUT}|課税対象額",
+        # Chinese "小计", "小計".
+        r"小\s?[计計]",
         r"sub\s*-?\s*total",
         r"subtotaal",
         r"net\s*(?:amount|total|value|sum)",
@@ -157,6 +159,8 @@ SUM_LABELS: dict[str, list[str]] = {
         # Japanese "消費税", "消費税額", "税額", "内消費税" (the tax a sum includes),
         # "消費税(10%)", "10%対象消費税".
         rf"(?:\d{{1,2}}\s*%\s*対象\s*)?{_JA_TAX}(?:\s*合計)?",
+        # Chinese "税额", "稅額", "增值税额" (税 and 稅 are one character's two forms).
+        r"(?:增值)?[税稅]\s?[额額]",
         r"total\s*(?:vat|tax|taxes|tva|iva|gst)",
         r"gst|hst|pst|qst",
         r"[csiu]t?gst",
@@ -203,6 +207,10 @@ SUM_LABELS: dict[str, list[str]] = {
         _with_tax(_WITH),
         # Japanese "合計", "合計金額", "総合計", "総額", "税込合計", "合計(税込)", "税込金額".
         rf"{_JA_TOTAL}(?:\s*{_JA_WITH})?|{_JA_WITH}\s*(?:{_JA_TOTAL}|金額|価格|額|計)",
+        # Chinese "合计", "总计", "總計", "价税合计(小写)" (the total in figures; "(大写)" is
+        # the same in words), "总金额".
+        r"(?:[价價][税稅]\s?)?合\s?[计計](?:\s*\(\s*小\s?[写寫]\s*\))?|[总總]\s?[计計]|"
+        r"[总總]\s?金\s?[额額]|\(\s*小\s?[写寫]\s*\)",
         r"grand\s*total",
         r"invoice\s*total",
         r"total\s*amount",

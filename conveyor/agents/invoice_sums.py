@@ -63,6 +63,7 @@ class Amount:
 
 def candidates(sheet: Sheet) -> list[Amount]:
     found: list[Amount] = []
+    pairs: list[tuple[int, Decimal, Decimal]] = []
     for i, line in enumerate(sheet.lines):
         cells = _qualified(sheet, line.cells)
         labelled = [sum_label(cell.text) for cell in cells]
@@ -109,6 +110,8 @@ def candidates(sheet: Sheet) -> list[Amount]:
                 for part, value in zip(("net", "tax", "gross"), row, strict=True):
                     found.append(Amount(part, value, ROW_OF_THREE, i))
                 continue
+            if kind in ("net", "gross") and len(right) == 2 and 0 < right[1] < right[0]:
+                pairs.append((i, right[0], right[1]))
             if right:
                 values.append((right[0], 1.0 if len(right) == 1 else 0.8))
                 if len(right) > 1:
@@ -126,6 +129,20 @@ def candidates(sheet: Sheet) -> list[Amount]:
                         values.append((value, 0.6))
             for value, weight in values:
                 found.append(Amount(kind, value, weight * PRIOR[kind], i))
+    return _net_and_tax_rows(found, pairs)
+
+
+def _net_and_tax_rows(
+    found: list[Amount], pairs: list[tuple[int, Decimal, Decimal]]
+) -> list[Amount]:
+    """A sum's label with two amounts, the second a tax's share of the first, whose sum
+    another line states as the total: the net and the tax under their columns, as a
+    Chinese VAT invoice's "合计 | 11,000.00 | 660.00" over "价税合计 ¥11,660.00"."""
+    for i, net, tax in pairs:
+        totals = {a.value for a in found if a.kind in ("gross", "due") and a.line != i}
+        if _a_rate(net, tax) and net + tax in totals:
+            found = [a for a in found if a.line != i]
+            found += [Amount("net", net, ROW_OF_THREE, i), Amount("tax", tax, ROW_OF_THREE, i)]
     return found
 
 

@@ -152,6 +152,16 @@ CODES = (
     "USD EUR GBP CAD AUD CHF JPY NZD SEK NOK DKK PLN CZK HUF CNY INR SGD HKD MXN BRL ZAR"
 ).split()
 SIGNS = {
+    # Chinese: the New Taiwan and Hong Kong dollars, the yuan by its names.
+    "NT$": "TWD",
+    "新台幣": "TWD",
+    "新台币": "TWD",
+    "HK$": "HKD",
+    "港币": "HKD",
+    "港幣": "HKD",
+    "RMB": "CNY",
+    "人民币": "CNY",
+    "人民幣": "CNY",
     "CA$": "CAD",
     "A$": "AUD",
     "NZ$": "NZD",
@@ -269,7 +279,7 @@ DATE_PATTERNS = (
     (
         "ja",
         re.compile(
-            r"(?<!\d)(?:(?P<y>\d{4})|(?P<era>令和|平成|昭和)\s*(?P<ey>\d{1,2}|元))\s*年\s*"
+            r"(?<!\d)(?:(?P<y>\d{4})|(?P<era>令和|平成|昭和|民國|民国)\s*(?P<ey>\d{1,3}|元))\s*年\s*"
             r"(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*日"
         ),
     ),
@@ -277,20 +287,21 @@ DATE_PATTERNS = (
     (
         "ja",
         re.compile(
-            r"(?P<era>令和|平成|昭和)\s*(?P<ey>\d{1,2}|元)\s*(?P<sep>[./])\s*(?P<m>\d{1,2})\s*"
+            r"(?P<era>令和|平成|昭和|民國|民国)\s*(?P<ey>\d{1,3}|元)\s*(?P<sep>[./])\s*(?P<m>\d{1,2})\s*"
             r"(?P=sep)\s*(?P<d>\d{1,2})(?![\d.,/])"
         ),
     ),
 )
 
 # The first year of each Japanese era, less one: its year n is the Gregorian year
-# offset + n (令和 began on 1 May 2019, 平成 on 8 January 1989, 昭和 on 25 December 1926).
-_ERAS = {"令和": 2018, "平成": 1988, "昭和": 1925}
+# offset + n (令和 began on 1 May 2019, 平成 on 8 January 1989, 昭和 on 25 December 1926);
+# and the Republic of China's calendar, Taiwan's, whose year 1 (民國元年) is 1912.
+_ERAS = {"令和": 2018, "平成": 1988, "昭和": 1925, "民國": 1911, "民国": 1911}
 
 
 def era_year(era: str, year: str) -> int | None:
     """The Gregorian year of the year `year` of the Japanese era `era` ("元" is its first
-    year): 令和6 is 2024, 令和元 is 2019, 平成31 is 2019. dateparser (1.5) reads
+    year): 令和6 is 2024, 令和元 is 2019, 平成31 is 2019, 民國113 is 2024. dateparser (1.5) reads
     "2024年4月1日" but no era's year, and the reader reads numeric dates with its own
     patterns (DATE_PATTERNS), not dateparser's: so the era calendar is here."""
     offset = _ERAS.get(era)
@@ -523,6 +534,14 @@ _SIGN_CODES = {
 
 # The sol's sign as it is printed more often than price-parser's "S/.": "S/ 200.00".
 _SOL = re.compile(r"(?<![\w/])S/(?=\s?\d)")
+# Chinese signs and names of the yuan, the New Taiwan dollar and the Hong Kong dollar,
+# which price-parser reads as "$" or not at all: "NT$1,000", "新台幣", "HK$", "港币",
+# "RMB", "人民币", and "元" straight after an amount ("100元"; "発行元" names no currency).
+_CHINESE_CURRENCIES = (
+    (re.compile(r"\bNT\$|新台[币幣]"), "TWD"),
+    (re.compile(r"\bHK\$|港[币幣]"), "HKD"),
+    (re.compile(r"\bRMB\b|人民[币幣]|\d\s?元"), "CNY"),
+)
 
 
 def currency_of(text: str) -> str | None:
@@ -534,6 +553,9 @@ def currency_of(text: str) -> str | None:
 
     if _SOL.search(text):
         return "PEN"
+    for pattern, code in _CHINESE_CURRENCIES:
+        if pattern.search(text):
+            return code
     found = Price.fromstring(text).currency
     return _code(found.strip()) if found else None
 
@@ -580,6 +602,18 @@ _SHARED_SIGNS = {
     "INR": re.compile(r"\bINR\b|\u20b9|\bIndia\b"),
     "NIO": re.compile(r"\bNIO\b|c\u00f3rdoba|\bnicaragua\b", re.IGNORECASE),
 }
+
+
+# Chinese text: its ideographs, with none of the kana or the yen's names above.
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def yen_or_yuan(code: str, text: str) -> str:
+    """ "¥" read as the yen (`code` "JPY") is the yuan on a page in Chinese: ideographs and
+    no kana, "円", "日本", "JPY" or "yen" (`_SHARED_SIGNS`)."""
+    if code == "JPY" and _HAN.search(text) and not _SHARED_SIGNS["JPY"].search(text):
+        return "CNY"
+    return code
 
 
 def shared_sign(code: str, text: str) -> bool:
