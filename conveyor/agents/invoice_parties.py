@@ -39,6 +39,7 @@ from conveyor.agents.invoice_marks import (
 from conveyor.agents.invoice_party_labels import (
     ADDRESSEE,
     ATTENTION,
+    CHINESE_TAX_ID_WORD,
     HONORIFIC,
     IN_CHARGE,
     SALUTATION,
@@ -472,8 +473,7 @@ _VAT_WORD = re.compile(r"(?i)\b(?:ust|vat|tva|btw|iva|mwst|uid)|登録番号")
 # older 15 or 20) and Taiwan's unified business number (8 digits), behind their words:
 # "纳税人识别号: 91110000XXXXXXXXXX", "統一編號: 12345678".
 _CHINESE_TAX_ID = re.compile(
-    r"(?:[纳納][税稅]人\s?[识識][别別][号號]|[统統]一社[会會]信用代[码碼]|[统統]一[编編][号號])"
-    r"\s*[:\uff1a]?\s*([0-9A-Z]{15,20}|\d{8})(?![0-9A-Za-z])"
+    rf"(?:{CHINESE_TAX_ID_WORD})\s*[:\uff1a]?\s*([0-9A-Z]{{15,20}}|\d{{8}})(?![0-9A-Za-z])"
 )
 
 

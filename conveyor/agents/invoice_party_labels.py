@@ -257,6 +257,12 @@ ATTENTION = re.compile(
     r"t\.?\s*a\.?\s*v\.?|a\s*la\s*atencion\s*de|atencion|all'?\s*attenzione\s*(?:di)?)\s*:\s*"
 )
 
+# China's taxpayer number "纳税人识别号" (the unified social credit code, "统一社会信用代码"),
+# Taiwan's "統一編號": with TAX_ID's other words, and before the id itself
+# (invoice_parties reads the id behind it).
+CHINESE_TAX_ID_WORD = (
+    r"[纳納][税稅]人\s?[识識][别別][号號]|[统統]一社[会會]信用代[码碼]|[统統]一[编編][号號]"
+)
 TAX_ID = re.compile(
     r"(?:\b(?:vat|tva|btw|ust|mwst|uid|iva|nif|cif|siret|siren|gst|gstin|pan|tin|ein|abn|"
     r"cuit|cuil|ruc|rfc|nit|cnpj|cpf|nip|regon|ico|dic|mva)\b|"
@@ -276,10 +282,7 @@ TAX_ID = re.compile(
     r"\b(?:инн|кпп|огрн|єдрпоу|іпн)\b|"
     # Japan's qualified-invoice registration number, "(適格請求書発行事業者)登録番号" (T and
     # 13 digits), and its corporate number, "法人番号".
-    r"(?:適格請求書発行事業者\s*)?登録番号|法人番号|"
-    # China's taxpayer number "纳税人识别号" (the unified social credit code, "统一社会信用代码"),
-    # Taiwan's "統一編號".
-    r"[纳納][税稅]人\s?[识識][别別][号號]|[统統]一社[会會]信用代[码碼]|[统統]一[编編][号號])",
+    r"(?:適格請求書発行事業者\s*)?登録番号|法人番号|" + CHINESE_TAX_ID_WORD + r")",
 )
 # A Japanese addressee's honorific after its name: "株式会社山田商事 御中" (a company),
 # "山田 太郎 様" (a person), "殿". The name before it is the buyer's; "お客様" (the

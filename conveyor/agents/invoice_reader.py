@@ -56,11 +56,11 @@ def absent_scored(
     reader read the invoice; absent because unread, they keep their 0."""
     if invoice.subtotal is not None or invoice.tax is not None or invoice.total is None:
         return fields
-    if invoice.line_items and lines_total_of(invoice.line_items) is None:
+    lines_total = lines_total_of(invoice.line_items)
+    if invoice.line_items and lines_total is None:
         return fields  # an item without its amount: whether they make the total is unknown
-    sheet = Sheet.of(text)
     absent = invoice_sums.absent_as_stated(
-        sheet, invoice.total, fields.get("total", 0.0), lines_total_of(invoice.line_items)
+        Sheet.of(text), invoice.total, fields.get("total", 0.0), lines_total
     )
     if absent <= max(fields.get("subtotal", 0.0), fields.get("tax", 0.0)):
         return fields
