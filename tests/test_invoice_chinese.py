@@ -12,6 +12,7 @@ a text layer without a PDF."""
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 
 import pytest
 
@@ -98,55 +99,47 @@ def test_a_commercial_invoice_is_read() -> None:
     assert data["currency"] == "CNY"
 
 
+# Each vocabulary reader of the shared tables: a label and the kind it reads as.
+_FIELD_LABELS = [
+    ("发票号码：08812345", "number"),
+    ("發票號碼：AB-12345678", "number"),
+    ("发票代码：044031900111", "reference"),
+    ("开票日期：2024年1月15日", "issue"),
+    ("開票日期：民國113年1月15日", "issue"),
+    ("日期：2024年3月11日", "date"),
+]
+_SUM_LABELS = [
+    ("小计 1,500.00", "net"),
+    ("税额 195.00", "tax"),
+    ("稅額 195.00", "tax"),
+    ("总计 1,695.00", "gross"),
+    ("總計 1,695.00", "gross"),
+    ("合计 1,695.00", "gross"),
+    ("价税合计（小写）¥11,660.00", "gross"),
+]
+_PARTY_HEADINGS = [
+    ("购买方", "buyer"),
+    ("購買方", "buyer"),
+    ("买方：", "buyer"),
+    ("客户", "buyer"),
+    ("销售方", "seller"),
+    ("銷售方", "seller"),
+    ("卖方：", "seller"),
+    ("供应商", "seller"),
+]
+
+
 @pytest.mark.parametrize(
-    ("label", "kind"),
+    ("read", "label", "kind"),
     [
-        ("发票号码：08812345", "number"),
-        ("發票號碼：AB-12345678", "number"),
-        ("发票代码：044031900111", "reference"),
-        ("开票日期：2024年1月15日", "issue"),
-        ("開票日期：民國113年1月15日", "issue"),
-        ("日期：2024年3月11日", "date"),
+        *((field_label, label, kind) for label, kind in _FIELD_LABELS),
+        *((sum_label, label, kind) for label, kind in _SUM_LABELS),
+        *((party_heading, label, kind) for label, kind in _PARTY_HEADINGS),
     ],
 )
-def test_field_labels(label: str, kind: str) -> None:
-    found = field_label(label)
+def test_labels(read: Callable[[str], tuple[str, int] | None], label: str, kind: str) -> None:
+    found = read(label)
     assert found is not None and found[0] == kind
-
-
-@pytest.mark.parametrize(
-    ("label", "kind"),
-    [
-        ("小计 1,500.00", "net"),
-        ("税额 195.00", "tax"),
-        ("稅額 195.00", "tax"),
-        ("总计 1,695.00", "gross"),
-        ("總計 1,695.00", "gross"),
-        ("合计 1,695.00", "gross"),
-        ("价税合计（小写）¥11,660.00", "gross"),
-    ],
-)
-def test_sum_labels(label: str, kind: str) -> None:
-    found = sum_label(label)
-    assert found is not None and found[0] == kind
-
-
-@pytest.mark.parametrize(
-    ("heading", "side"),
-    [
-        ("购买方", "buyer"),
-        ("購買方", "buyer"),
-        ("买方：", "buyer"),
-        ("客户", "buyer"),
-        ("销售方", "seller"),
-        ("銷售方", "seller"),
-        ("卖方：", "seller"),
-        ("供应商", "seller"),
-    ],
-)
-def test_party_headings(heading: str, side: str) -> None:
-    found = party_heading(heading)
-    assert found is not None and found[0] == side
 
 
 def test_name_and_tax_id_labels() -> None:
